@@ -1,0 +1,139 @@
+"""Random-walk Metropolis, MALA and HMC, vectorised over chains.
+
+Each has one step size per chain, tuned during warm-up by the gsm paper's code's multiplicative
+Robbins-Monro rule toward a target acceptance rate (RWM 0.234, MALA 0.574, HMC 0.8 by default;
+the chapters set the rates their paper used). After warm-up the step sizes are frozen.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..validation import require_int, require_positive, require_probability
+from .base import (ChainState, Sampler, StepInfo, accept_proposals, finite_rows,
+                   metropolis_hastings_accept, per_chain, robbins_monro_scale)
+
+
+class _StepSizeSampler(Sampler):
+    """Shared parts: a per-chain step size and its warm-up adaptation."""
+
+    default_target_accept = 0.234
+
+    def __init__(self, target, step_size, target_accept=None, adapt_rate=0.01):
+        super().__init__(target)
+        require_positive(step_size, "step_size")
+        require_positive(adapt_rate, "adapt_rate")
+        self.initial_step_size = step_size
+        self.target_accept = require_probability(
+            self.default_target_accept if target_accept is None else target_accept, "target_accept")
+        self.adapt_rate = float(adapt_rate)
+        self.step_size = None
+
+    def init(self, x0):
+        state = super().init(x0)
+        self.step_size = per_chain(self.initial_step_size, state.x.shape[0], "step_size")
+        return state
+
+    def adapt(self, state, info, iteration):
+        # The rule scales the proposal variance h^2; the step size is its square root.
+        variance = robbins_monro_scale(self.step_size**2, info.accepted, self.target_accept, self.adapt_rate)
+        self.step_size = np.sqrt(variance)
+
+    def tuning(self):
+        return {"step_size": self.step_size.copy()}
+
+
+class RWM(_StepSizeSampler):
+    """Random-walk Metropolis: y = x + h eps, eps ~ N(0, I); accept with prob min(1, pi(y)/pi(x))."""
+
+    name = "RWM"
+    uses_gradient = False
+
+    def step(self, rng, state):
+        n_chains, dim = state.x.shape
+        y = state.x + self.step_size[:, None] * rng.standard_normal((n_chains, dim))
+        logp_y = self.target.logp(y)
+        accepted, prob, nonfinite = metropolis_hastings_accept(logp_y - state.logp, rng.uniform(size=n_chains))
+        new_state = accept_proposals(state, ChainState(y, logp_y), accepted)
+        return new_state, StepInfo(accepted, prob, nonfinite)
+
+
+def mala_log_proposal(to_x, from_x, from_grad, step_size):
+    """log q(to | from) up to a constant, for the MALA proposal N(from + h^2/2 grad, h^2 I)."""
+    mean = from_x + 0.5 * step_size[:, None] ** 2 * from_grad
+    return -0.5 * np.sum((to_x - mean) ** 2, axis=1) / step_size**2
+
+
+class MALA(_StepSizeSampler):
+    """Metropolis-adjusted Langevin: y = x + (h^2/2) grad log pi(x) + h eps, with the Hastings ratio
+    log pi(y) - log pi(x) + log q(x|y) - log q(y|x)."""
+
+    name = "MALA"
+    uses_gradient = True
+    default_target_accept = 0.574
+
+    def step(self, rng, state):
+        n_chains, dim = state.x.shape
+        h = self.step_size
+        y = state.x + 0.5 * h[:, None] ** 2 * state.grad + h[:, None] * rng.standard_normal((n_chains, dim))
+        logp_y, grad_y = self.target.logp_and_grad(y)
+        log_ratio = (logp_y - state.logp
+                     + mala_log_proposal(state.x, y, grad_y, h)
+                     - mala_log_proposal(y, state.x, state.grad, h))
+        log_ratio = np.where(finite_rows(logp_y, grad_y), log_ratio, np.nan)
+        accepted, prob, nonfinite = metropolis_hastings_accept(log_ratio, rng.uniform(size=n_chains))
+        new_state = accept_proposals(state, ChainState(y, logp_y, grad_y), accepted)
+        return new_state, StepInfo(accepted, prob, nonfinite)
+
+
+def leapfrog(target, x, p, grad, step_size, n_steps):
+    """n_steps leapfrog steps of Hamiltonian dynamics with H = -log pi(x) + |p|^2/2 (identity mass),
+    per-chain step sizes (n_chains,). Returns (x, p, logp, grad) at the end of the trajectory.
+    The gradient at the start is reused, so a trajectory costs n_steps gradient evaluations."""
+    h = step_size[:, None]
+    p = p + 0.5 * h * grad
+    for i in range(n_steps):
+        x = x + h * p
+        logp, grad = target.logp_and_grad(x)
+        if i < n_steps - 1:
+            p = p + h * grad
+    p = p + 0.5 * h * grad
+    return x, p, logp, grad
+
+
+def gamma_jitter(rng, n_chains, shape):
+    """Neal's (2020) step-size randomisation: multiply by 1/sqrt(G), G ~ Gamma(shape, mean 1)."""
+    return 1.0 / np.sqrt(rng.gamma(shape, 1.0 / shape, size=n_chains))
+
+
+class HMC(_StepSizeSampler):
+    """Hamiltonian Monte Carlo with identity mass matrix and a fixed number of leapfrog steps.
+
+    Momentum p ~ N(0, I) is drawn afresh each iteration; the proposal (x*, p*) at the end of the
+    trajectory is accepted with prob min(1, exp(H(x, p) - H(x*, p*))). With ``jitter_shape`` set,
+    each trajectory's step size is multiplied by 1/sqrt(Gamma(shape, mean 1)), as in Neal (2020).
+    """
+
+    name = "HMC"
+    uses_gradient = True
+    default_target_accept = 0.8
+
+    def __init__(self, target, step_size, n_leapfrog, target_accept=None, adapt_rate=0.01,
+                 jitter_shape=None):
+        super().__init__(target, step_size, target_accept, adapt_rate)
+        self.n_leapfrog = require_int(n_leapfrog, "n_leapfrog", minimum=1)
+        self.jitter_shape = None if jitter_shape is None else float(require_positive(jitter_shape, "jitter_shape"))
+        self.name = f"HMC-{self.n_leapfrog}"
+
+    def step(self, rng, state):
+        n_chains, dim = state.x.shape
+        p0 = rng.standard_normal((n_chains, dim))
+        h = self.step_size
+        if self.jitter_shape is not None:
+            h = h * gamma_jitter(rng, n_chains, self.jitter_shape)
+        with np.errstate(over="ignore", invalid="ignore"):
+            x, p, logp_y, grad_y = leapfrog(self.target, state.x, p0, state.grad, h, self.n_leapfrog)
+            log_ratio = logp_y - state.logp - 0.5 * np.sum(p**2, axis=1) + 0.5 * np.sum(p0**2, axis=1)
+        log_ratio = np.where(finite_rows(logp_y, grad_y), log_ratio, np.nan)
+        accepted, prob, nonfinite = metropolis_hastings_accept(log_ratio, rng.uniform(size=n_chains))
+        new_state = accept_proposals(state, ChainState(x, logp_y, grad_y), accepted)
+        return new_state, StepInfo(accepted, prob, nonfinite)

@@ -1,0 +1,321 @@
+"""Target distributions with batched log densities and gradients.
+
+Every target works on a batch of states, an array of shape ``(n_chains, dim)``, and returns
+``logp`` of shape ``(n_chains,)`` and ``grad_logp`` of shape ``(n_chains, dim)``. A target counts
+the rows it evaluates (``n_logp_evals``, ``n_grad_evals``) so that runs can report their cost in
+gradient evaluations, which unlike seconds do not depend on the machine.
+
+Subclasses implement ``_logp`` and ``_grad`` (and may override ``_logp_and_grad`` when the two
+share work). ``AutogradTarget`` derives the gradient of any ``autograd.numpy`` log density; the
+hot targets here have hand-derived gradients that the tests check against autograd.
+"""
+from __future__ import annotations
+
+import numpy as np
+import autograd
+import autograd.numpy as anp
+from scipy import linalg
+
+from .validation import as_batch, require_positive_definite
+
+
+class Target:
+    """Base class: batched log density and gradient, with evaluation counters."""
+
+    name = "target"
+
+    def __init__(self, dim: int):
+        if int(dim) != dim or dim < 1:
+            raise ValueError(f"dim must be a positive integer, got {dim!r}")
+        self.dim = int(dim)
+        self.reset_counters()
+
+    # --- public, counted -------------------------------------------------------------
+    def logp(self, x):
+        x = as_batch(x, self.dim)
+        self.n_logp_evals += x.shape[0]
+        return self._logp(x)
+
+    def grad_logp(self, x):
+        x = as_batch(x, self.dim)
+        self.n_grad_evals += x.shape[0]
+        return self._grad(x)
+
+    def logp_and_grad(self, x):
+        x = as_batch(x, self.dim)
+        self.n_logp_evals += x.shape[0]
+        self.n_grad_evals += x.shape[0]
+        return self._logp_and_grad(x)
+
+    def reset_counters(self):
+        self.n_logp_evals = 0
+        self.n_grad_evals = 0
+
+    # --- to implement ----------------------------------------------------------------
+    def _logp(self, x):
+        raise NotImplementedError
+
+    def _grad(self, x):
+        raise NotImplementedError
+
+    def _logp_and_grad(self, x):
+        return self._logp(x), self._grad(x)
+
+    def __repr__(self):
+        return f"{type(self).__name__}(name={self.name!r}, dim={self.dim})"
+
+
+class AutogradTarget(Target):
+    """Any log density written with ``autograd.numpy``; the gradient comes from autograd.
+
+    ``logp_fn`` maps a batch ``(n, dim)`` to ``(n,)`` and must treat rows independently (then the
+    gradient of the sum is the batch of per-row gradients).
+    """
+
+    def __init__(self, logp_fn, dim: int, name: str = "autograd target"):
+        super().__init__(dim)
+        self.name = name
+        self._fn = logp_fn
+        self._value_and_grad = autograd.value_and_grad(lambda x: anp.sum(logp_fn(x)))
+
+    def _logp(self, x):
+        return np.asarray(self._fn(x), dtype=float)
+
+    def _grad(self, x):
+        return self._value_and_grad(x)[1]
+
+    def _logp_and_grad(self, x):
+        return self._logp(x), self._grad(x)
+
+
+# =====================================================================================
+# Gaussians
+# =====================================================================================
+class Gaussian(Target):
+    """N(mean, cov) with any positive-definite covariance; log density up to its constant.
+
+    logp(x) = -1/2 (x - m)^T S^{-1} (x - m),   grad = -S^{-1} (x - m).
+    A diagonal covariance (1-d ``cov``) is handled without matrices.
+    """
+
+    def __init__(self, cov, mean=None, name: str = "gaussian"):
+        cov = np.asarray(cov, dtype=float)
+        diagonal = cov.ndim == 1
+        dim = cov.shape[0]
+        super().__init__(dim)
+        self.name = name
+        self.mean = np.zeros(dim) if mean is None else np.asarray(mean, dtype=float)
+        if self.mean.shape != (dim,):
+            raise ValueError(f"mean must have shape ({dim},), got {self.mean.shape}")
+        self.diagonal = diagonal
+        if diagonal:
+            if not np.all(np.isfinite(cov)) or np.any(cov <= 0):
+                raise ValueError("cov (diagonal) must hold positive finite variances")
+            self.variances = cov
+            self.cov = np.diag(cov)
+            self.precision = np.diag(1.0 / cov)
+            self.chol = np.diag(np.sqrt(cov))
+        else:
+            self.chol = require_positive_definite(cov, "cov")
+            self.cov = cov
+            eye = np.eye(dim)
+            chol_inv = linalg.solve_triangular(self.chol, eye, lower=True)
+            self.precision = chol_inv.T @ chol_inv
+
+    @property
+    def std(self):
+        return np.sqrt(np.diag(self.cov))
+
+    def _logp(self, x):
+        return self._logp_and_grad(x)[0]
+
+    def _grad(self, x):
+        centred = x - self.mean
+        if self.diagonal:
+            return -centred / self.variances
+        return -centred @ self.precision
+
+    def _logp_and_grad(self, x):
+        grad = self._grad(x)
+        return 0.5 * np.sum((x - self.mean) * grad, axis=1), grad
+
+    def mahalanobis_sq(self, x):
+        """(x - m)^T S^{-1} (x - m) per row: chi^2_d distributed under the target."""
+        return -2.0 * self._logp(as_batch(x, self.dim))
+
+    def hessian(self):
+        """The constant Hessian -S^{-1}."""
+        return -self.precision
+
+    def sample(self, rng, n):
+        """n exact i.i.d. draws, shape (n, dim)."""
+        z = rng.standard_normal((n, self.dim))
+        return self.mean + z @ self.chol.T
+
+
+def neal_gaussian(dim: int = 100) -> Gaussian:
+    """Neal's ill-conditioned diagonal Gaussian: independent coordinates with sds 0.01, ..., 1."""
+    sds = np.arange(1, dim + 1) / dim
+    return Gaussian(sds**2, name=f"Neal's {dim}-d Gaussian")
+
+
+def correlated_gaussian_2d(rho: float = 0.99) -> Gaussian:
+    """Unit variances and correlation rho (the gsm paper's Figure 1 target)."""
+    if not -1 < rho < 1:
+        raise ValueError(f"rho must lie in (-1, 1), got {rho}")
+    return Gaussian(np.array([[1.0, rho], [rho, 1.0]]), name=f"2-d Gaussian, rho={rho}")
+
+
+def squared_exponential_gaussian(n_points: int = 51, spacing: float = 0.08,
+                                 lengthscale: float = 0.4, jitter: float = 0.01) -> Gaussian:
+    """The gsm paper's 51-d GP-kernel Gaussian: K_ij = exp(-(t_i-t_j)^2 / (2 l^2)) + jitter d_ij,
+    with inputs t = 0, 0.08, ..., 4."""
+    t = np.arange(n_points) * spacing
+    cov = np.exp(-0.5 * (t[:, None] - t[None, :]) ** 2 / lengthscale**2) + jitter * np.eye(n_points)
+    return Gaussian(cov, name=f"{n_points}-d squared-exponential Gaussian")
+
+
+def paired_gaussian(n_pairs: int = 16, rho: float = 0.99) -> Gaussian:
+    """Neal (2020)'s 32-d target: 16 independent pairs of unit-variance coordinates with correlation rho."""
+    if not -1 < rho < 1:
+        raise ValueError(f"rho must lie in (-1, 1), got {rho}")
+    block = np.array([[1.0, rho], [rho, 1.0]])
+    cov = linalg.block_diag(*([block] * n_pairs))
+    return Gaussian(cov, name=f"{n_pairs} pairs with rho={rho}")
+
+
+# =====================================================================================
+# Haario's test suite: pi_1 .. pi_4
+# =====================================================================================
+class TwistedGaussian(Target):
+    """Haario et al.'s twisted ("banana") Gaussian: density g(phi_b(x)) with g = N(0, diag(v, 1, ..., 1))
+    and phi_b(x) = (x_1, x_2 + b x_1^2 - v b, x_3, ..., x_d). The Jacobian of phi_b is 1, so
+
+        logp(x) = -1/2 [ y_1^2 / v + y_2^2 + ... + y_d^2 ],   y = phi_b(x),
+        d logp / dx_1 = -y_1 / v - 2 b x_1 y_2,   d logp / dx_2 = -y_2,   d logp / dx_i = -x_i (i > 2).
+
+    Exact draws: y ~ N(0, diag(v, 1, ...)), x = phi_b^{-1}(y) = (y_1, y_2 - b y_1^2 + v b, y_3, ...).
+    The mean is 0 and the covariance diag(v, 1 + 2 b^2 v^2, 1, ..., 1).
+    """
+
+    def __init__(self, dim: int, b: float, v: float = 100.0, name: str | None = None):
+        if dim < 2:
+            raise ValueError(f"dim must be at least 2 for a twisted Gaussian, got {dim!r}")
+        super().__init__(dim)
+        if not np.isfinite(b) or b < 0:
+            raise ValueError(f"b must be a finite non-negative twist, got {b!r}")
+        if not np.isfinite(v) or v <= 0:
+            raise ValueError(f"v must be a positive variance, got {v!r}")
+        self.b, self.v = float(b), float(v)
+        self.name = name or f"twisted Gaussian (d={dim}, b={b})"
+        self.mean = np.zeros(dim)
+        self.cov = np.diag([self.v, 1 + 2 * self.b**2 * self.v**2] + [1.0] * (dim - 2))
+
+    def untwist(self, x):
+        """phi_b(x), which is N(0, diag(v, 1, ...)) distributed under the target."""
+        y = np.array(x, dtype=float, copy=True)
+        y[:, 1] += self.b * x[:, 0] ** 2 - self.v * self.b
+        return y
+
+    def mahalanobis_sq(self, x):
+        """phi_b(x)^T C^{-1} phi_b(x): chi^2_d under the target (for the confidence-region metrics)."""
+        return -2.0 * self._logp(as_batch(x, self.dim))
+
+    def _logp(self, x):
+        y = self.untwist(x)
+        return -0.5 * (y[:, 0] ** 2 / self.v + np.sum(y[:, 1:] ** 2, axis=1))
+
+    def _grad(self, x):
+        return self._logp_and_grad(x)[1]
+
+    def _logp_and_grad(self, x):
+        y = self.untwist(x)
+        grad = -y
+        grad[:, 0] = -y[:, 0] / self.v - 2 * self.b * x[:, 0] * y[:, 1]
+        logp = -0.5 * (y[:, 0] ** 2 / self.v + np.sum(y[:, 1:] ** 2, axis=1))
+        return logp, grad
+
+    def sample(self, rng, n):
+        y = rng.standard_normal((n, self.dim))
+        y[:, 0] *= np.sqrt(self.v)
+        y[:, 1] -= self.b * y[:, 0] ** 2 - self.v * self.b
+        return y
+
+
+def haario_target(index: int, dim: int, v: float = 100.0) -> Target:
+    """Haario's suite: pi_1 = N(0, diag(v, 1, ...)); pi_2 = pi_1 rotated so its long axis lies along
+    (1, ..., 1), i.e. cov = I + (v - 1) u u^T with u = (1, ..., 1)/sqrt(d); pi_3 and pi_4 twisted
+    with b = 0.03 and b = 0.1."""
+    if index == 1:
+        return Gaussian(np.array([v] + [1.0] * (dim - 1)), name=f"pi_1 (d={dim})")
+    if index == 2:
+        u = np.ones(dim) / np.sqrt(dim)
+        return Gaussian(np.eye(dim) + (v - 1) * np.outer(u, u), name=f"pi_2 (d={dim})")
+    if index in (3, 4):
+        return TwistedGaussian(dim, {3: 0.03, 4: 0.1}[index], v, name=f"pi_{index} (d={dim})")
+    raise ValueError(f"index must be 1, 2, 3 or 4, got {index!r}")
+
+
+# =====================================================================================
+# Bayesian logistic regression
+# =====================================================================================
+def _log_sigmoid(z):
+    return -np.logaddexp(0.0, -z)
+
+
+def _sigmoid(z):
+    return np.exp(_log_sigmoid(z))
+
+
+class LogisticRegression(Target):
+    """Bayesian logistic regression with prior w ~ N(0, prior_var I):
+
+        logp(w) = sum_i [ t_i eta_i - log(1 + e^{eta_i}) ] - |w|^2 / (2 s^2),   eta = X w,
+        grad    = X^T (t - sigmoid(X w)) - w / s^2,
+        Hessian = -X^T diag(sigmoid (1 - sigmoid)) X - I / s^2.
+
+    X (N, d) already holds the bias column; t in {0, 1}. ``minibatch_grad`` gives the unbiased
+    estimate (N/n) sum over a minibatch of the likelihood gradient, plus the prior's.
+    """
+
+    def __init__(self, X, t, prior_var: float = 1.0, name: str = "logistic regression"):
+        X = np.asarray(X, dtype=float)
+        t = np.asarray(t, dtype=float)
+        if X.ndim != 2:
+            raise ValueError(f"X must be a 2-d array (n_data, dim), got shape {X.shape}")
+        if t.shape != (X.shape[0],) or not np.all((t == 0) | (t == 1)):
+            raise ValueError(f"t must hold {X.shape[0]} labels in {{0, 1}}")
+        if not np.isfinite(prior_var) or prior_var <= 0:
+            raise ValueError(f"prior_var must be positive, got {prior_var!r}")
+        super().__init__(X.shape[1])
+        self.X, self.t, self.prior_var, self.name = X, t, float(prior_var), name
+        self.n_data = X.shape[0]
+
+    def _logp(self, w):
+        eta = w @ self.X.T
+        return (eta * self.t - np.logaddexp(0.0, eta)).sum(axis=1) - 0.5 * np.sum(w**2, axis=1) / self.prior_var
+
+    def _grad(self, w):
+        return (self.t - _sigmoid(w @ self.X.T)) @ self.X - w / self.prior_var
+
+    def _logp_and_grad(self, w):
+        eta = w @ self.X.T
+        logp = (eta * self.t - np.logaddexp(0.0, eta)).sum(axis=1) - 0.5 * np.sum(w**2, axis=1) / self.prior_var
+        grad = (self.t - _sigmoid(eta)) @ self.X - w / self.prior_var
+        return logp, grad
+
+    def minibatch_grad(self, w, indices):
+        """Unbiased gradient estimate from the data rows ``indices`` (counted as one gradient
+        evaluation per chain times the fraction of the data used)."""
+        w = as_batch(w, self.dim, "w")
+        indices = np.asarray(indices)
+        self.n_grad_evals += w.shape[0] * len(indices) / self.n_data
+        Xb, tb = self.X[indices], self.t[indices]
+        return (self.n_data / len(indices)) * ((tb - _sigmoid(w @ Xb.T)) @ Xb) - w / self.prior_var
+
+    def hessian(self, w):
+        """Per-chain Hessians, shape (n_chains, d, d)."""
+        w = as_batch(w, self.dim, "w")
+        s = _sigmoid(w @ self.X.T)
+        weights = s * (1 - s)
+        return -np.einsum("ni,ij,ik->njk", weights, self.X, self.X) - np.eye(self.dim) / self.prior_var

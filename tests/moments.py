@@ -1,0 +1,29 @@
+"""Shared check for the exactness tests: sample moments against the truth within Monte Carlo error."""
+import arviz as az
+import numpy as np
+
+
+def mcse_of_mean(series):
+    """Monte Carlo standard error of the mean of a (n_chains, n_draws) series, from its pooled ESS."""
+    ess = float(az.ess(series, method="mean"))
+    return np.std(series, ddof=1) / np.sqrt(ess)
+
+
+def moment_z_scores(samples, mean, cov):
+    """z-scores of the sample mean and every sample (co)variance entry against the truth.
+    samples: (n_chains, n_draws, dim); moments centred at the true mean."""
+    samples = np.asarray(samples, dtype=float)
+    centred = samples - mean
+    z = []
+    for i in range(samples.shape[2]):
+        z.append(centred[..., i].mean() / mcse_of_mean(centred[..., i]))
+        for j in range(i, samples.shape[2]):
+            product = centred[..., i] * centred[..., j]
+            z.append((product.mean() - cov[i, j]) / mcse_of_mean(product))
+    return np.array(z)
+
+
+def assert_moments_match(samples, mean, cov, bound=4.5):
+    z = moment_z_scores(samples, mean, cov)
+    worst = int(np.argmax(np.abs(z)))
+    assert np.all(np.abs(z) < bound), f"moment {worst} is {z[worst]:.2f} Monte Carlo standard errors off (all: {np.round(z, 2)})"
