@@ -57,8 +57,8 @@ class RunResult:
 
     def to_inference_data(self):
         """The draws as ArviZ InferenceData (posterior 'x', sample_stats 'lp')."""
-        import arviz as az
-        return az.from_dict(posterior={"x": self.samples}, sample_stats={"lp": self.logp})
+        from .diagnostics import arviz   # imported there with its import-time warning silenced
+        return arviz.from_dict(posterior={"x": self.samples}, sample_stats={"lp": self.logp})
 
 
 def spawn_rngs(seed: int, n: int):

@@ -1,12 +1,13 @@
 """Shared check for the exactness tests: sample moments against the truth within Monte Carlo error."""
-import arviz as az
 import numpy as np
+
+from mcmc_lib.diagnostics import ess
 
 
 def mcse_of_mean(series):
     """Monte Carlo standard error of the mean of a (n_chains, n_draws) series, from its pooled ESS."""
-    ess = float(az.ess(series, method="mean"))
-    return np.std(series, ddof=1) / np.sqrt(ess)
+    pooled_ess = float(ess(series[..., None], per_chain=False)[0])
+    return np.std(series, ddof=1) / np.sqrt(pooled_ess)
 
 
 def moment_z_scores(samples, mean, cov):

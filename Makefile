@@ -1,0 +1,73 @@
+# Two commands: `make book` renders the HTML book, `make test` is what CI runs (see README.md).
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+CHAPTERS := $(wildcard book/*.md)
+NBVAL_DIR := _build/nbval
+JB_FLAGS := --all -W -n --keep-going
+export MPLBACKEND := Agg
+# One BLAS thread per process: the chains are vectorised already, and timings stay comparable.
+export OMP_NUM_THREADS ?= 1
+export OPENBLAS_NUM_THREADS ?= 1
+export MKL_NUM_THREADS ?= 1
+
+.PHONY: help env book test unit sync nbval book-smoke bench export references clean
+
+help:
+	@echo "make book   - build the HTML book at _build/html/index.html (MCMC_BOOK_PROFILE=default)"
+	@echo "make test   - unit tests, literate-module sync, nbval at smoke size, strict smoke build"
+	@echo "make bench  - benchmarks/ -> benchmarks/results/*.json"
+	@echo "make export - regenerate mcmc_lib/methods from the chapters' exported cells"
+
+# The virtual environment, rebuilt when the pins change.
+$(STAMP): requirements.txt pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade "pip==26.3"
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	@touch $(STAMP)
+
+env: $(STAMP)
+
+book: $(STAMP)
+	MCMC_BOOK_PROFILE=$${MCMC_BOOK_PROFILE:-default} $(BIN)/jupyter-book build . --all
+	@echo "The book is at _build/html/index.html"
+
+test: unit sync nbval book-smoke
+	@echo "make test: all checks passed"
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest -q tests
+
+sync: $(STAMP)
+	$(BIN)/python -m mcmc_lib.literate check
+
+# nbval runs every chapter as a notebook at smoke size: a cell that raises (a failed reference or
+# claim check included) fails the test.
+nbval: $(STAMP)
+	rm -rf $(NBVAL_DIR) && mkdir -p $(NBVAL_DIR)
+	for f in $(CHAPTERS); do $(BIN)/jupytext --quiet --to ipynb -o $(NBVAL_DIR)/$$(basename $${f%.md}).ipynb $$f; done
+	MCMC_BOOK_PROFILE=smoke $(BIN)/python -m pytest -q --nbval-lax --nbval-current-env \
+	    --nbval-cell-timeout=1800 -p no:randomly $(NBVAL_DIR)/*.ipynb
+
+book-smoke: $(STAMP)
+	MCMC_BOOK_PROFILE=smoke $(BIN)/jupyter-book build . $(JB_FLAGS)
+	$(BIN)/python tests/check_html.py _build/html
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run_benchmarks.py
+
+export: $(STAMP)
+	$(BIN)/python -m mcmc_lib.literate export
+
+# Re-record the committed smoke-size reference values (after an intended change of results).
+references: $(STAMP)
+	MCMC_BOOK_PROFILE=smoke MCMC_BOOK_UPDATE_REFERENCES=1 $(MAKE) nbval
+
+clean:
+	rm -rf _build

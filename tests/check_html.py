@@ -1,0 +1,31 @@
+"""Checks of the rendered book: pages exist, math is served locally, each chapter offers its notebook."""
+import re
+import sys
+from pathlib import Path
+
+CDN = re.compile(r"""(src|href)=["']https?://[^"']*(cdn|unpkg|jsdelivr|googleapis|mathjax)""", re.I)
+
+
+def main(html_dir: str) -> int:
+    root = Path(html_dir)
+    problems = []
+    if not (root / "index.html").exists():
+        problems.append("index.html is missing")
+    if not (root / "_static" / "mathjax" / "tex-chtml.js").exists():
+        problems.append("_static/mathjax/tex-chtml.js is missing: math would need the network")
+    for page in sorted(root.glob("book/*.html")):
+        text = page.read_text(errors="replace")
+        if CDN.search(text):
+            problems.append(f"{page.relative_to(root)} loads a script or style from a CDN")
+        notebook = root / "_sources" / "book" / f"{page.stem}.ipynb"
+        if page.stem != "intro" and not notebook.exists():
+            problems.append(f"{page.relative_to(root)}: no downloadable notebook at {notebook.relative_to(root)}")
+    for line in problems:
+        print(f"check_html: {line}", file=sys.stderr)
+    if not problems:
+        print(f"check_html: {len(list(root.glob('book/*.html')))} pages, math local, notebooks downloadable")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "_build/html"))
