@@ -42,12 +42,12 @@ class ClaimsRegistry:
         self.directory = CLAIMS_DIR if directory is None else Path(directory)
         self.claims: list[Claim] = []
 
-    def add(self, id: str, statement: str, published, reproduced, holds, note: str = "") -> Claim:
+    def add(self, id: str, statement: str, published, reproduced, holds, note: str = "") -> None:
+        """Record one claim (returns nothing, so a notebook cell shows no stray output)."""
         if any(c.id == id for c in self.claims):
             raise ValueError(f"id {id!r} is already recorded in chapter {self.stem!r}")
         claim = Claim(id, statement, _fmt(published), _fmt(reproduced), bool(holds), active_profile(), note)
         self.claims.append(claim)
-        return claim
 
     def write(self) -> Path:
         self.directory.mkdir(parents=True, exist_ok=True)

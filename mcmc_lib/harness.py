@@ -23,7 +23,8 @@ class RunResult:
     sampler: str
     samples: np.ndarray              # (n_chains, n_kept, n_stored)
     logp: np.ndarray                 # (n_chains, n_kept)
-    accept_rate: np.ndarray          # sampling phase, (n_chains,)
+    accept_rate: np.ndarray          # fraction of sampling iterations that moved, (n_chains,)
+    accept_prob: np.ndarray          # mean acceptance probability (NUTS: mean acceptance statistic)
     warmup_accept_rate: np.ndarray   # (n_chains,)
     n_nonfinite: np.ndarray          # non-finite proposals rejected, whole run, (n_chains,)
     warmup_time: float               # seconds, all chains together
@@ -74,11 +75,13 @@ def _show_progress(progress):
 
 
 def _phase(sampler, state, rng, n_iter, adapt, keep, thin, progress, label, first_iteration=0):
-    """Run n_iter steps; store every thin-th kept state. Returns (state, stored, logps, accepts, nonfinite)."""
+    """Run n_iter steps; store every thin-th kept state.
+    Returns (state, stored, logps, accept rate, mean acceptance probability, non-finite count)."""
     n_chains = state.x.shape[0]
     n_kept = n_iter // thin if keep is not None else 0
     stored, logps = None, np.empty((n_chains, n_kept))
     accepts = np.zeros(n_chains)
+    accept_probs = np.zeros(n_chains)
     nonfinite = np.zeros(n_chains, dtype=int)
     iterator = range(n_iter)
     if _show_progress(progress):
@@ -87,6 +90,7 @@ def _phase(sampler, state, rng, n_iter, adapt, keep, thin, progress, label, firs
     for t in iterator:
         state, info = sampler.step(rng, state)
         accepts += info.accepted
+        accept_probs += info.accept_prob
         nonfinite += info.nonfinite
         if adapt:
             sampler.adapt(state, info, first_iteration + t + 1)
@@ -96,7 +100,8 @@ def _phase(sampler, state, rng, n_iter, adapt, keep, thin, progress, label, firs
                 stored = np.empty((n_chains, n_kept, kept.shape[1]))
             stored[:, (t + 1) // thin - 1] = kept
             logps[:, (t + 1) // thin - 1] = state.logp
-    return state, stored, logps, accepts / max(n_iter, 1), nonfinite
+    n = max(n_iter, 1)
+    return state, stored, logps, accepts / n, accept_probs / n, nonfinite
 
 
 def run(sampler, x0, n_warmup: int, n_samples: int, rng, thin: int = 1, keep=None,
@@ -118,12 +123,12 @@ def run(sampler, x0, n_warmup: int, n_samples: int, rng, thin: int = 1, keep=Non
     start = time.perf_counter()
     state = sampler.init(x0)
     n_chains = state.x.shape[0]
-    state, _, _, warm_acc, warm_bad = _phase(sampler, state, rng, n_warmup, True, None, 1, progress, "warm-up")
+    state, _, _, warm_acc, _, warm_bad = _phase(sampler, state, rng, n_warmup, True, None, 1, progress, "warm-up")
     warmup_time = time.perf_counter() - start
     counts["warmup"] = (target.n_logp_evals, target.n_grad_evals)
 
     start = time.perf_counter()
-    state, stored, logps, acc, bad = _phase(sampler, state, rng, n_samples, False, keep, thin, progress,
+    state, stored, logps, acc, acc_prob, bad = _phase(sampler, state, rng, n_samples, False, keep, thin, progress,
                                              "sampling", first_iteration=n_warmup)
     sampling_time = time.perf_counter() - start
     counts["sampling"] = (target.n_logp_evals, target.n_grad_evals)
@@ -132,7 +137,8 @@ def run(sampler, x0, n_warmup: int, n_samples: int, rng, thin: int = 1, keep=Non
         return (counts[phase_end][which] - counts[phase_start][which]) / n_chains
 
     return RunResult(
-        sampler=sampler.name, samples=stored, logp=logps, accept_rate=acc, warmup_accept_rate=warm_acc,
+        sampler=sampler.name, samples=stored, logp=logps, accept_rate=acc, accept_prob=acc_prob,
+        warmup_accept_rate=warm_acc,
         n_nonfinite=warm_bad + bad, warmup_time=warmup_time, sampling_time=sampling_time,
         logp_evals={"warmup": per_chain("warmup", "start", 0), "sampling": per_chain("sampling", "warmup", 0)},
         grad_evals={"warmup": per_chain("warmup", "start", 1), "sampling": per_chain("sampling", "warmup", 1)},
@@ -150,7 +156,7 @@ def summarise(result: RunResult) -> dict:
     return {
         "sampler": result.sampler,
         "time_s": result.seconds_per_chain,
-        "accept": float(np.mean(result.accept_rate)),
+        "accept": float(np.mean(result.accept_prob)),
         "ess_min": float(np.mean(min_ess)),
         "ess_median": float(np.mean(np.median(ess, axis=1))),
         "ess_max": float(np.mean(ess.max(axis=1))),

@@ -47,7 +47,7 @@ def planned_modules(book_dir: Path = BOOK_DIR, methods_dir: Path = METHODS_DIR) 
 
 def export(book_dir: Path = BOOK_DIR, methods_dir: Path = METHODS_DIR) -> list[Path]:
     """Write every module; remove generated modules whose chapter no longer exports anything."""
-    methods_dir.mkdir(exist_ok=True)
+    methods_dir.mkdir(parents=True, exist_ok=True)
     plan = planned_modules(book_dir, methods_dir)
     for path, text in plan.items():
         path.write_text(text)

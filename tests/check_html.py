@@ -18,7 +18,9 @@ def main(html_dir: str) -> int:
         if CDN.search(text):
             problems.append(f"{page.relative_to(root)} loads a script or style from a CDN")
         notebook = root / "_sources" / "book" / f"{page.stem}.ipynb"
-        if page.stem != "intro" and not notebook.exists():
+        source = root / "_sources" / "book" / f"{page.stem}.md"
+        is_notebook = source.exists() and "kernelspec:" in source.read_text()
+        if is_notebook and not notebook.exists():
             problems.append(f"{page.relative_to(root)}: no downloadable notebook at {notebook.relative_to(root)}")
     for line in problems:
         print(f"check_html: {line}", file=sys.stderr)
