@@ -41,19 +41,19 @@ def metropolis_hastings_accept(log_ratio, u):
     supply a u that it carries in the state. Returns (accepted, accept_prob, nonfinite).
     """
     log_ratio = np.asarray(log_ratio, dtype=float)
+    # A +inf ratio is as suspect as NaN: it signals an overflow, not a certainty. -inf (a proposal
+    # outside the support) is counted with them.
     nonfinite = ~np.isfinite(log_ratio)
     safe_ratio = np.where(nonfinite, -np.inf, log_ratio)
     with np.errstate(divide="ignore"):
         accepted = np.log(u) < safe_ratio
-    accept_prob = np.exp(np.minimum(safe_ratio, 0.0))
-    # A +inf ratio is as suspect as NaN: it signals an overflow, not a certainty.
-    return accepted & ~nonfinite, np.where(nonfinite, 0.0, accept_prob), nonfinite
+    accept_prob = np.exp(np.minimum(safe_ratio, 0.0))   # exp(-inf) = 0 for the non-finite ones
+    return accepted, accept_prob, nonfinite
 
 
 def select(accepted, proposed, current):
-    """Per-chain choice between a proposed and a current array (states, log densities, gradients)."""
-    mask = accepted.reshape(accepted.shape + (1,) * (np.ndim(current) - 1))
-    return np.where(mask, proposed, current)
+    """Per-chain choice between a proposed and a current array (states (n, d), log densities (n,))."""
+    return np.where(accepted[:, None] if np.ndim(current) == 2 else accepted, proposed, current)
 
 
 def accept_proposals(state: ChainState, proposal: ChainState, accepted) -> ChainState:

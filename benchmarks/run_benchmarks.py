@@ -1,0 +1,114 @@
+"""Speed of the baseline samplers, measured (not asserted): `make bench`.
+
+For RWM, MALA, HMC-10 and NUTS on Neal's 100-d Gaussian and on Caravan logistic regression
+(d = 86, N = 5822), with 1 and with 10 chains, it records:
+
+- iterations per second per chain (sampling phase, adaptation off, after a short warm-up);
+- gradient (or, for RWM, density) evaluations per second;
+- the overhead ratio: the sampler's wall time divided by the time of the same number of target
+  evaluations alone, made in batches of the same shape (n_chains, d). 1.0 is the floor; NUTS
+  evaluates one chain at a time, so its baseline is batches of (1, d).
+
+Results go to benchmarks/results/baselines.json with the machine and versions.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from mcmc_lib import targets
+from mcmc_lib.datasets import load_logistic_dataset
+from mcmc_lib.harness import run
+from mcmc_lib.samplers import HMC, MALA, NUTS, RWM
+
+RESULTS = Path(__file__).resolve().parent / "results"
+SEED = 2026
+
+
+def make_targets():
+    X, t = load_logistic_dataset("caravan")
+    return {"neal100": targets.neal_gaussian(100),
+            "caravan": targets.LogisticRegression(X, t, prior_var=1.0, name="Caravan")}
+
+
+def make_sampler(name, target, n_warmup):
+    d = target.dim
+    if name == "RWM":
+        return RWM(target, step_size=0.5 / np.sqrt(d))
+    if name == "MALA":
+        return MALA(target, step_size=0.5 / d**0.25)
+    if name == "HMC-10":
+        return HMC(target, step_size=0.05, n_leapfrog=10)
+    if name == "NUTS":
+        return NUTS(target, n_warmup=n_warmup, metric="diagonal")
+    raise ValueError(f"unknown sampler {name!r}")
+
+
+def evaluation_time(target, uses_gradient, n_calls, batch, rng):
+    """Seconds for n_calls evaluations of the target on (batch, d) arrays, the floor of any sampler."""
+    x = rng.standard_normal((batch, target.dim)) * 0.01
+    evaluate = target.logp_and_grad if uses_gradient else target.logp
+    start = time.perf_counter()
+    for _ in range(n_calls):
+        evaluate(x)
+    return time.perf_counter() - start
+
+
+def benchmark(sampler_name, target, n_chains, n_iter, rng):
+    n_warmup = 200 if sampler_name == "NUTS" else 100
+    sampler = make_sampler(sampler_name, target, n_warmup)
+    x0 = 0.01 * rng.standard_normal((n_chains, target.dim))
+    target.reset_counters()
+    # Store one coordinate only: the benchmark measures the sampler, not memory traffic.
+    result = run(sampler, x0, n_warmup, n_iter, rng, keep=lambda x: x[:, :1], progress=False)
+    uses_gradient = sampler.uses_gradient
+    evals_per_chain = result.grad_evals["sampling"] if uses_gradient else result.logp_evals["sampling"]
+    batch = 1 if sampler_name == "NUTS" else n_chains
+    n_calls = int(round(evals_per_chain * n_chains / batch))
+    floor = evaluation_time(target, uses_gradient, n_calls, batch, rng)
+    return {
+        "sampler": sampler_name, "target": target.name, "dim": target.dim, "n_chains": n_chains,
+        "n_iter": n_iter, "sampling_seconds": result.sampling_time,
+        "iterations_per_second_per_chain": n_iter / result.sampling_time,
+        "evaluations_per_chain": evals_per_chain,
+        "evaluation_kind": "gradient" if uses_gradient else "density",
+        "evaluations_per_second": evals_per_chain * n_chains / result.sampling_time,
+        "evaluation_floor_seconds": floor,
+        "overhead_ratio": result.sampling_time / floor,
+        "acceptance": float(result.accept_prob.mean()),
+    }
+
+
+def main(quick=False):
+    rng = np.random.default_rng(SEED)
+    rows = []
+    iterations = {"RWM": 4000, "MALA": 4000, "HMC-10": 1000, "NUTS": 300}
+    for target_name, target in make_targets().items():
+        for sampler_name, n_iter in iterations.items():
+            for n_chains in (1, 10):
+                n = max(50, n_iter // 10) if quick else n_iter
+                row = benchmark(sampler_name, target, n_chains, n, rng)
+                rows.append(row)
+                print(f"{target_name:8s} {sampler_name:7s} chains={n_chains:2d}  "
+                      f"{row['iterations_per_second_per_chain']:9.1f} it/s/chain  "
+                      f"{row['evaluations_per_second']:10.0f} {row['evaluation_kind']} evals/s  "
+                      f"overhead x{row['overhead_ratio']:.2f}", flush=True)
+    RESULTS.mkdir(exist_ok=True)
+    out = RESULTS / "baselines.json"
+    out.write_text(json.dumps({
+        "machine": {"platform": platform.platform(), "processor": platform.processor(),
+                    "cpu_count": os.cpu_count(), "python": platform.python_version(),
+                    "numpy": np.__version__,
+                    "threads": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")}},
+        "seed": SEED, "quick": quick, "results": rows}, indent=1))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main(quick="--quick" in sys.argv)
