@@ -56,8 +56,8 @@ class ClaimsRegistry:
         return path
 
     def table(self):
-        """The claims as a pandas DataFrame (rendered as an HTML table in the book)."""
-        return claims_frame([asdict(c) | {"chapter": self.stem} for c in self.claims])
+        """The claims as a styled table for the chapter's end (full statements, failures in red)."""
+        return style_claims(claims_frame([asdict(c) | {"chapter": self.stem} for c in self.claims]))
 
 
 def claims_frame(rows):
@@ -66,6 +66,13 @@ def claims_frame(rows):
                                         "holds", "profile", "note"])
     frame["holds"] = frame["holds"].map({True: "yes", False: "NO"})
     return frame
+
+
+def style_claims(frame):
+    """An HTML-ready Styler: no index, full text, 'NO' in bold red."""
+    return (frame.style.hide(axis="index")
+            .map(lambda v: "color: #b00020; font-weight: bold" if v == "NO" else "", subset=["holds"])
+            .set_properties(**{"text-align": "left", "white-space": "normal"}))
 
 
 def load_all_claims(directory: Path | None = None):
