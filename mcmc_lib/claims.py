@@ -72,7 +72,9 @@ def style_claims(frame):
     """An HTML-ready Styler: no index, full text, 'NO' in bold red."""
     return (frame.style.hide(axis="index")
             .map(lambda v: "color: #b00020; font-weight: bold" if v == "NO" else "", subset=["holds"])
-            .set_properties(**{"text-align": "left", "white-space": "normal"}))
+            .set_properties(**{"text-align": "left", "white-space": "normal"})
+            .set_properties(subset=["statement"], **{"min-width": "24em"})
+            .set_properties(subset=["published", "reproduced", "note"], **{"min-width": "9em"}))
 
 
 def load_all_claims(directory: Path | None = None):

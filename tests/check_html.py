@@ -4,6 +4,8 @@ import sys
 from pathlib import Path
 
 CDN = re.compile(r"""(src|href)=["']https?://[^"']*(cdn|unpkg|jsdelivr|googleapis|mathjax)""", re.I)
+# Launch links to outside services (they would point at a repository that is not ours).
+LAUNCH = re.compile(r"""href=["']https?://[^"']*(colab\.research|mybinder|executablebooks)""", re.I)
 
 
 def main(html_dir: str) -> int:
@@ -17,6 +19,8 @@ def main(html_dir: str) -> int:
         text = page.read_text(errors="replace")
         if CDN.search(text):
             problems.append(f"{page.relative_to(root)} loads a script or style from a CDN")
+        if LAUNCH.search(text):
+            problems.append(f"{page.relative_to(root)} links to an outside launch service")
         notebook = root / "_sources" / "book" / f"{page.stem}.ipynb"
         source = root / "_sources" / "book" / f"{page.stem}.md"
         is_notebook = source.exists() and "kernelspec:" in source.read_text()
