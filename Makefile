@@ -10,7 +10,6 @@ STAMP := $(VENV)/.installed
 CHAPTERS := $(wildcard book/*.md)
 NBVAL_DIR := _build/nbval
 JB_FLAGS := --all -W -n --keep-going
-export MPLBACKEND := Agg
 # One BLAS thread per process: the chains are vectorised already, and timings stay comparable.
 export OMP_NUM_THREADS ?= 1
 export OPENBLAS_NUM_THREADS ?= 1
