@@ -1,0 +1,294 @@
+"""Generated from book/mcma.md by `python -m mcmc_lib.literate export`.
+
+Do not edit: change the chapter's cells tagged `export` and regenerate.
+"""
+from __future__ import annotations
+
+# M-CMA (the (1+1)-CMA-ES as a sampler), M-GaA (Gaussian adaptation for sampling) and the fixed-
+# proposal Metropolis benchmark, vectorised over chains; book/mcma.md has the derivations.
+
+import math
+
+import numpy as np
+
+from mcmc_lib.samplers.base import (ChainState, Sampler, StepInfo, accept_proposals,
+                                    metropolis_hastings_accept, per_chain)
+from mcmc_lib.validation import (require_int, require_positive, require_positive_definite,
+                                 require_probability)
+
+
+def _random_walk(sampler, rng, state, factor, scale):
+    """Propose x* = x + scale * (factor @ z) per chain (factor (n, d, d), scale (n,)), decide with
+    the Metropolis test. Returns (new state, StepInfo, z, step = factor @ z)."""
+    n_chains, dim = state.x.shape
+    z = rng.standard_normal((n_chains, dim))
+    step = np.einsum("nij,nj->ni", factor, z)
+    proposal = state.x + scale[:, None] * step
+    logp = sampler.target.logp(proposal)
+    accepted, prob, nonfinite = metropolis_hastings_accept(logp - state.logp, rng.uniform(size=n_chains))
+    new_state = accept_proposals(state, ChainState(proposal, logp), accepted)
+    return new_state, StepInfo(accepted, prob, nonfinite), z, step
+
+
+def _square_matrix(matrix, dim, name):
+    matrix = np.asarray(matrix, dtype=float)
+    if matrix.shape != (dim, dim):
+        raise ValueError(f"{name} must have shape ({dim}, {dim}), got {matrix.shape}")
+    require_positive_definite(matrix, name)
+    return matrix
+
+
+class FixedProposalMH(Sampler):
+    """Metropolis-Hastings with a fixed Gaussian random-walk proposal N(x, proposal_cov)."""
+
+    name = "MH"
+
+    def __init__(self, target, proposal_cov, name=None):
+        super().__init__(target)
+        self.proposal_cov = _square_matrix(proposal_cov, target.dim, "proposal_cov")
+        self.chol = np.linalg.cholesky(self.proposal_cov)
+        self.name = self.name if name is None else str(name)
+
+    def step(self, rng, state):
+        n_chains = state.x.shape[0]
+        factor = np.broadcast_to(self.chol, (n_chains,) + self.chol.shape)
+        new_state, info, _, _ = _random_walk(self, rng, state, factor, np.ones(n_chains))
+        return new_state, info
+
+    def tuning(self):
+        return {"proposal_cov": self.proposal_cov}
+
+
+ONE_FIFTH_TARGET = 2 / 11       # the (1+1)-CMA-ES target success probability p_t
+OPTIMAL_SCALING_TARGET = 0.234  # Roberts, Gelman & Gilks (1997)
+
+
+def cma_constants(dim, target_success=ONE_FIFTH_TARGET):
+    """Default constants of the (1+1)-CMA-ES (Igel, Suttorp & Hansen 2006) in dimension ``dim``."""
+    dim = require_int(dim, "dim", minimum=1)
+    return {
+        "target_success": require_probability(target_success, "target_success"),  # p_t
+        "success_smoothing": 1 / 12,        # c_p
+        "damping": 1 + dim / 2,             # D
+        "path_rate": 2 / (dim + 2),         # c_c
+        "cov_rate": 2 / (dim**2 + 6),       # c_cov
+        "stall_threshold": 0.44,            # p_thresh
+    }
+
+
+def success_rule(sigma, success_rate, success, target_success, smoothing, damping):
+    """The smoothed success rate and then the step size with the new rate, per chain.
+    sigma, success_rate: (n_chains,); success: bool (n_chains,). Returns (sigma, success_rate)."""
+    success_rate = (1 - smoothing) * success_rate + smoothing * success
+    sigma = sigma * np.exp((success_rate - target_success) / (damping * (1 - target_success)))
+    return sigma, success_rate
+
+
+def cma_covariance_update(cov, path, step, success_rate, path_rate, cov_rate, stall_threshold):
+    """The evolution path and the rank-one covariance update after a success, per chain.
+
+    cov (n, d, d), path and step (n, d), step = (x* - x) / sigma the unscaled step; success_rate
+    (n,) is the already updated p-bar, which selects the normal or the stall branch.
+    Returns (cov, path)."""
+    stalled = success_rate >= stall_threshold
+    variance_kept = path_rate * (2 - path_rate)
+    path = (1 - path_rate) * path + np.where(stalled[:, None], 0.0, np.sqrt(variance_kept) * step)
+    rank_one = np.einsum("ni,nj->nij", path, path)
+    stall_term = np.where(stalled, variance_kept, 0.0)[:, None, None] * cov
+    return (1 - cov_rate) * cov + cov_rate * (rank_one + stall_term), path
+
+
+def normalise_determinant(cov, path, sigma):
+    """(sigma, C, p_c) -> (s sigma, C / s^2, p_c / s) with s = det(C)^(1/2d), per chain, so that
+    det C = 1 and its Cholesky factor Q has det Q = 1. The proposal sigma Q z is unchanged.
+    cov (n, d, d), path (n, d), sigma (n,). Returns (cov, chol, path, sigma)."""
+    chol = np.linalg.cholesky(cov)
+    dim = cov.shape[-1]
+    s = np.exp(np.log(np.diagonal(chol, axis1=-2, axis2=-1)).sum(axis=-1) / dim)
+    return cov / s[:, None, None] ** 2, chol / s[:, None, None], path / s[:, None], sigma * s
+
+
+class ConstantAdaptation(Sampler):
+    """Wrap any sampler of the mcmc_lib protocol so that it adapts after every step, in warm-up and
+    sampling alike (the harness's own calls to ``adapt`` are then ignored). The chain is then
+    in general not pi-invariant; with a diminishing adaptation such as AM's it is still ergodic."""
+
+    def __init__(self, sampler):
+        if not isinstance(sampler, Sampler):
+            raise ValueError(f"sampler must be an mcmc_lib Sampler, got {type(sampler).__name__}")
+        super().__init__(sampler.target)
+        self.sampler = sampler
+        self.name = sampler.name
+        self.uses_gradient = sampler.uses_gradient
+        self.iteration = 0
+
+    def init(self, x0):
+        self.iteration = 0
+        return self.sampler.init(x0)
+
+    def step(self, rng, state):
+        state, info = self.sampler.step(rng, state)
+        self.iteration += 1
+        self.sampler.adapt(state, info, self.iteration)
+        return state, info
+
+    def tuning(self):
+        return self.sampler.tuning()
+
+
+class _AdaptiveRandomWalk(Sampler):
+    """Shared parts of M-CMA and M-GaA: a proposal x + sigma Q z per chain, the Metropolis test, and
+    where the adaptation happens (``adapt`` by default; inside ``step`` with constant_adaptation)."""
+
+    def __init__(self, target, initial_cov, initial_scale, constant_adaptation):
+        super().__init__(target)
+        dim = target.dim
+        self.initial_cov = _square_matrix(np.eye(dim) if initial_cov is None else initial_cov, dim,
+                                          "initial_cov")
+        self.initial_scale = require_positive(initial_scale, "initial_scale")
+        if not isinstance(constant_adaptation, (bool, np.bool_)):
+            raise ValueError(f"constant_adaptation must be True or False, got {constant_adaptation!r}")
+        self.constant_adaptation = bool(constant_adaptation)
+        self._last = None
+
+    def step(self, rng, state):
+        new_state, info, z, step = _random_walk(self, rng, state, self._factor(), self.sigma)
+        self._last = (z, step)
+        if self.constant_adaptation:
+            self._update(info.accepted, z, step)
+        return new_state, info
+
+    def adapt(self, state, info, iteration):
+        if not self.constant_adaptation:
+            self._update(info.accepted, *self._last)
+
+
+class MCMA(_AdaptiveRandomWalk):
+    """M-CMA: the (1+1)-CMA-ES as a sampler (Milgo et al.), vectorised over chains.
+
+    Proposal x* = x + sigma Q z with Q = chol(C); Metropolis acceptance is the success of the
+    (1+1)-CMA-ES: the success rule adapts sigma at every adaptation step toward acceptance rate
+    ``target_success`` (2/11 by default; 0.234 is the optimal-scaling alternative), and on
+    acceptance the evolution path and C get the rank-one update with the stall branch. With
+    ``normalise=True`` det C is kept at 1 (an exact reparametrisation). Per-chain state: sigma and
+    success_rate (n,), path (n, d), cov and chol (n, d, d).
+    """
+
+    name = "M-CMA"
+
+    def __init__(self, target, initial_cov=None, initial_scale=1.0, target_success=ONE_FIFTH_TARGET,
+                 constant_adaptation=False, normalise=True, damping=None, success_smoothing=None,
+                 path_rate=None, cov_rate=None, stall_threshold=None):
+        super().__init__(target, initial_cov, initial_scale, constant_adaptation)
+        self.constants = cma_constants(target.dim, target_success)
+        for key, value in (("success_smoothing", success_smoothing), ("path_rate", path_rate),
+                           ("cov_rate", cov_rate), ("stall_threshold", stall_threshold)):
+            if value is not None:
+                self.constants[key] = require_probability(value, key)
+        if damping is not None:
+            self.constants["damping"] = float(require_positive(damping, "damping"))
+        self.normalise = bool(normalise)
+        if not math.isclose(self.constants["target_success"], ONE_FIFTH_TARGET):
+            self.name = f"M-CMA ({self.constants['target_success']:g})"
+
+    def init(self, x0):
+        state = super().init(x0)
+        n_chains, dim = state.x.shape
+        self.sigma = per_chain(self.initial_scale, n_chains, "initial_scale")
+        self.success_rate = np.full(n_chains, self.constants["target_success"])
+        self.path = np.zeros((n_chains, dim))
+        self.cov = np.broadcast_to(self.initial_cov, (n_chains, dim, dim)).copy()
+        self.chol = np.linalg.cholesky(self.cov)
+        if self.normalise:
+            self.cov, self.chol, self.path, self.sigma = normalise_determinant(self.cov, self.path, self.sigma)
+        return state
+
+    def _factor(self):
+        return self.chol
+
+    def _update(self, accepted, z, step):
+        c = self.constants
+        self.sigma, self.success_rate = success_rule(self.sigma, self.success_rate, accepted,
+                                                     c["target_success"], c["success_smoothing"], c["damping"])
+        rows = np.flatnonzero(accepted)
+        if rows.size == 0:
+            return
+        cov, path = cma_covariance_update(self.cov[rows], self.path[rows], step[rows], self.success_rate[rows],
+                                          c["path_rate"], c["cov_rate"], c["stall_threshold"])
+        if self.normalise:
+            cov, chol, path, self.sigma[rows] = normalise_determinant(cov, path, self.sigma[rows])
+        else:
+            chol = np.linalg.cholesky(cov)
+        self.cov[rows], self.chol[rows], self.path[rows] = cov, chol, path
+
+    def proposal_cov(self):
+        return self.sigma[:, None, None] ** 2 * self.cov
+
+    def tuning(self):
+        return {"sigma": self.sigma.copy(), "success_rate": self.success_rate.copy(),
+                "proposal_cov": self.proposal_cov()}
+
+
+def gaa_constants(dim, hitting_probability=1 / math.e):
+    """Gaussian adaptation's constants: lambda_C = beta = ln(d+1)/(d+1)^2 and the factors
+    f_e = 1 + beta (1 - P), f_c = 1 - beta P around the hitting probability P (1/e)."""
+    dim = require_int(dim, "dim", minimum=1)
+    p = require_probability(hitting_probability, "hitting_probability")
+    rate = math.log(dim + 1) / (dim + 1) ** 2
+    return {"hitting_probability": p, "cov_rate": rate,
+            "expansion": 1 + rate * (1 - p), "contraction": 1 - rate * p}
+
+
+def gaa_shape_update(shape, z, cov_rate):
+    """Q <- Q dQ / det(dQ)^(1/d) with dQ = sqrt((1 - l) I + l z z^T) in closed form, per chain.
+    shape (n, d, d) with det 1, z (n, d). Returns the new shape, again with det 1."""
+    dim = z.shape[1]
+    norm_sq = np.maximum(np.einsum("ni,ni->n", z, z), np.finfo(float).tiny)
+    across = math.sqrt(1 - cov_rate)
+    along = np.sqrt(1 - cov_rate + cov_rate * norm_sq)
+    unit = z / np.sqrt(norm_sq)[:, None]
+    delta = across * np.eye(dim) + (along - across)[:, None, None] * np.einsum("ni,nj->nij", unit, unit)
+    det_delta = across ** (dim - 1) * along
+    return np.einsum("nij,njk->nik", shape, delta) / (det_delta ** (1 / dim))[:, None, None]
+
+
+class MGaA(_AdaptiveRandomWalk):
+    """M-GaA: Gaussian adaptation as a sampler (Mueller 2010), vectorised over chains.
+
+    Proposal x* = x + sigma Q z with det Q = 1; sigma expands by f_e on acceptance and contracts by
+    f_c on rejection (acceptance rate driven to the hitting probability P = 1/e); on acceptance
+    Q <- Q sqrt((1 - l) I + l z z^T), renormalised to det Q = 1. Per-chain sigma (n,), Q (n, d, d).
+    """
+
+    name = "M-GaA"
+
+    def __init__(self, target, initial_cov=None, initial_scale=1.0, hitting_probability=1 / math.e,
+                 constant_adaptation=False):
+        super().__init__(target, initial_cov, initial_scale, constant_adaptation)
+        self.constants = gaa_constants(target.dim, hitting_probability)
+
+    def init(self, x0):
+        state = super().init(x0)
+        n_chains, dim = state.x.shape
+        eigenvalues, vectors = np.linalg.eigh(self.initial_cov)
+        root = (vectors * np.sqrt(eigenvalues)) @ vectors.T          # symmetric square root of C_0
+        volume = np.exp(np.log(eigenvalues).sum() / (2 * dim))        # det(C_0)^(1/2d)
+        self.shape = np.broadcast_to(root / volume, (n_chains, dim, dim)).copy()
+        self.sigma = per_chain(self.initial_scale, n_chains, "initial_scale") * volume
+        return state
+
+    def _factor(self):
+        return self.shape
+
+    def _update(self, accepted, z, step):
+        c = self.constants
+        self.sigma = self.sigma * np.where(accepted, c["expansion"], c["contraction"])
+        rows = np.flatnonzero(accepted)
+        if rows.size:
+            self.shape[rows] = gaa_shape_update(self.shape[rows], z[rows], c["cov_rate"])
+
+    def proposal_cov(self):
+        return self.sigma[:, None, None] ** 2 * np.einsum("nij,nkj->nik", self.shape, self.shape)
+
+    def tuning(self):
+        return {"sigma": self.sigma.copy(), "proposal_cov": self.proposal_cov()}

@@ -1,0 +1,202 @@
+"""Generated from book/nonrev_u.md by `python -m mcmc_lib.literate export`.
+
+Do not edit: change the chapter's cells tagged `export` and regenerate.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple, Optional
+
+import numpy as np
+
+from mcmc_lib.samplers.base import Sampler, StepInfo, finite_rows, metropolis_hastings_accept, per_chain
+from mcmc_lib.samplers.classic import leapfrog, mala_log_proposal
+from mcmc_lib.validation import require_positive
+
+
+def wrap_v(v):
+    """Wrap v into [-1, 1): the two while-loops of eq. (eq-nru-wrap) in one step."""
+    return np.mod(v + 1.0, 2.0) - 1.0
+
+
+def advance_v(rng, v, delta, noise):
+    """Eq. (eq-nru-wrap): v <- v + noise U(-1, 1) + delta, wrapped into [-1, 1), per chain.
+
+    noise = 1 makes the new v uniform on [-1, 1) whatever the old v was: the standard method, with
+    u drawn independently for every decision. Noise is drawn only if some chain uses it.
+    """
+    if np.any(noise > 0):
+        v = v + noise * rng.uniform(-1.0, 1.0, size=v.shape)
+    return wrap_v(v + delta)
+
+
+def rescale_v(v, log_ratio, accepted):
+    """Eq. (eq-nru-rescale): on acceptance v <- v pi(x)/pi(x*) = v exp(-log ratio), which keeps the
+    slice level s = |v| pi(x) fixed; where the proposal was rejected v is unchanged."""
+    return np.where(accepted, v * np.exp(-np.where(accepted, log_ratio, 0.0)), v)
+
+
+class NonrevState(NamedTuple):
+    """x (n_chains, dim), logp (n_chains,), grad (n_chains, dim) or None, v (n_chains,) in [-1, 1),
+    and the momentum p (n_chains, dim) for persistent Langevin (None otherwise)."""
+    x: np.ndarray
+    logp: np.ndarray
+    grad: Optional[np.ndarray]
+    v: np.ndarray
+    p: Optional[np.ndarray] = None
+
+
+def _check_range(value, name, low, high):
+    arr = np.asarray(value, dtype=float)
+    if arr.size == 0 or not np.all(np.isfinite(arr)) or np.any(arr < low) or np.any(arr > high):
+        raise ValueError(f"{name} must lie in [{low}, {high}], got {value!r}")
+    return value
+
+
+class NonreversibleUSampler(Sampler):
+    """Shared parts: per-chain step size, delta and noise; v in the state; the decision (eqs.
+    eq-nru-wrap, eq-nru-accept, eq-nru-rescale). delta=None gives the standard method: noise 1,
+    i.e. u independent for every decision. No warm-up adaptation: the paper tunes by grid search."""
+
+    def __init__(self, target, step_size, delta=None, noise=0.0):
+        super().__init__(target)
+        require_positive(step_size, "step_size")
+        if delta is None:
+            delta, noise = 0.0, 1.0
+        self.initial = {"step_size": step_size, "delta": _check_range(delta, "delta", -1.0, 1.0),
+                        "noise": _check_range(noise, "noise", 0.0, 1.0)}
+        self.step_size = self.delta = self.noise = None
+        self.last_u = None
+
+    def init(self, x0, v0=0.5, p0=None):
+        """Start every chain at x0 with v = v0 (FBM's default 0.5; pass uniform draws for a stationary
+        start). Parameters given per chain are checked against the number of chains here."""
+        state = super().init(x0)
+        n_chains = state.x.shape[0]
+        for name, value in self.initial.items():
+            setattr(self, name, per_chain(value, n_chains, name))
+        v = per_chain(_check_range(v0, "v0", -1.0, 1.0), n_chains, "v0")
+        return NonrevState(state.x, state.logp, state.grad, v, None)
+
+    def refresh(self, state):
+        """Re-evaluate log pi (and its gradient) at the current x after a Gibbs (or any other) update of
+        other variables changed the conditional target. v and p are independent of x and stay valid."""
+        if self.uses_gradient:
+            logp, grad = self.target.logp_and_grad(state.x)
+        else:
+            logp, grad = self.target.logp(state.x), None
+        return state._replace(logp=np.asarray(logp, dtype=float), grad=grad)
+
+    def decide(self, rng, v, log_ratio):
+        """Advance v (eq-nru-wrap), decide with u = |v| (eq-nru-accept), rescale v (eq-nru-rescale).
+        Returns (v, accepted, accept_prob, nonfinite); the u used is kept in ``last_u``."""
+        v = advance_v(rng, v, self.delta, self.noise)
+        self.last_u = np.abs(v)
+        accepted, prob, nonfinite = metropolis_hastings_accept(log_ratio, self.last_u)
+        return rescale_v(v, log_ratio, accepted), accepted, prob, nonfinite
+
+    def tuning(self):
+        return {"step_size": self.step_size.copy(), "delta": self.delta.copy(), "noise": self.noise.copy()}
+
+
+class NonrevRWM(NonreversibleUSampler):
+    """Random-walk Metropolis, x* = x + eta eps, with u = |v| carried in the state."""
+
+    name = "RWM (non-reversible u)"
+    uses_gradient = False
+
+    def step(self, rng, state):
+        n_chains, dim = state.x.shape
+        y = state.x + self.step_size[:, None] * rng.standard_normal((n_chains, dim))
+        logp_y = self.target.logp(y)
+        v, accepted, prob, nonfinite = self.decide(rng, state.v, logp_y - state.logp)
+        x = np.where(accepted[:, None], y, state.x)
+        logp = np.where(accepted, logp_y, state.logp)
+        return NonrevState(x, logp, None, v), StepInfo(accepted, prob, nonfinite)
+
+
+class NonrevMALA(NonreversibleUSampler):
+    """MALA (one leapfrog step with fresh momentum), with u = |v| carried in the state."""
+
+    name = "MALA (non-reversible u)"
+    uses_gradient = True
+
+    def step(self, rng, state):
+        n_chains, dim = state.x.shape
+        h = self.step_size
+        noise = rng.standard_normal((n_chains, dim))
+        y = state.x + 0.5 * h[:, None] ** 2 * state.grad + h[:, None] * noise
+        logp_y, grad_y = self.target.logp_and_grad(y)
+        log_ratio = (logp_y - state.logp + mala_log_proposal(state.x, y, grad_y, h)
+                     + 0.5 * np.einsum("ij,ij->i", noise, noise))
+        log_ratio = np.where(finite_rows(logp_y, grad_y), log_ratio, np.nan)
+        v, accepted, prob, nonfinite = self.decide(rng, state.v, log_ratio)
+        keep = accepted[:, None]
+        new = NonrevState(np.where(keep, y, state.x), np.where(accepted, logp_y, state.logp),
+                          np.where(keep, grad_y, state.grad), v)
+        return new, StepInfo(accepted, prob, nonfinite)
+
+
+class PersistentLangevin(NonreversibleUSampler):
+    """Horowitz's persistent-momentum Langevin update, eq. (eq-nru-horowitz), with u = |v| in the state
+    (delta=None: standard, u drawn afresh). One gradient evaluation per update. alpha (per chain) is
+    the momentum persistence: alpha = 0 is MALA, alpha near 1 keeps the direction."""
+
+    name = "persistent Langevin"
+    uses_gradient = True
+
+    def __init__(self, target, step_size, alpha, delta=None, noise=0.0):
+        super().__init__(target, step_size, delta, noise)
+        self.initial["alpha"] = _check_range(alpha, "alpha", 0.0, 1.0)
+        self.alpha = None
+
+    def init(self, x0, v0=0.5, p0=None):
+        """p0: the starting momenta (default zeros; pass N(0, I) draws for a stationary start)."""
+        state = super().init(x0, v0)
+        p = np.zeros_like(state.x) if p0 is None else np.array(p0, dtype=float)
+        if p.shape != state.x.shape or not np.all(np.isfinite(p)):
+            raise ValueError(f"p0 must be finite with shape {state.x.shape}, got {np.shape(p0)}")
+        return state._replace(p=p)
+
+    def step(self, rng, state):
+        n_chains, dim = state.x.shape
+        a = self.alpha[:, None]
+        p = a * state.p + np.sqrt(1.0 - a**2) * rng.standard_normal((n_chains, dim))       # step 1
+        with np.errstate(over="ignore", invalid="ignore"):
+            y, p_star, logp_y, grad_y = leapfrog(self.target, state.x, p, state.grad, self.step_size, 1)
+            log_ratio = (logp_y - state.logp - 0.5 * np.einsum("ij,ij->i", p_star, p_star)
+                         + 0.5 * np.einsum("ij,ij->i", p, p))                                # step 2
+        log_ratio = np.where(finite_rows(logp_y, grad_y), log_ratio, np.nan)
+        v, accepted, prob, nonfinite = self.decide(rng, state.v, log_ratio)                 # step 3
+        keep = accepted[:, None]
+        # Accepted: (x*, -p*) then negated (step 4) = the leapfrog's own momentum; rejected: -p'.
+        new = NonrevState(np.where(keep, y, state.x), np.where(accepted, logp_y, state.logp),
+                          np.where(keep, grad_y, state.grad), v, np.where(keep, p_star, -p))
+        return new, StepInfo(accepted, prob, nonfinite)
+
+    def tuning(self):
+        return super().tuning() | {"alpha": self.alpha.copy()}
+
+
+def run_groups(sampler, state, rng, n_groups, group_size, record, between=None, burn_groups=0):
+    """Neal's protocol: ``n_groups`` groups of ``group_size`` updates after ``burn_groups`` discarded
+    groups; ``record(state)`` -> (n_chains, k) is stored once per group (FBM logs one record per
+    iteration, i.e. per pass through its ``repeat`` loop). ``between(rng, state, t) -> state`` runs
+    after update t (counted from 1), for Gibbs updates of other variables (it must call
+    ``sampler.refresh`` when it changes the target).
+    Returns (state, records (n_chains, n_groups, k), rejection rate per chain)."""
+    n_chains = state.x.shape[0]
+    records, rejections, t = None, np.zeros(n_chains), 0
+    for g in range(burn_groups + n_groups):
+        for _ in range(group_size):
+            state, info = sampler.step(rng, state)
+            t += 1
+            if g >= burn_groups:
+                rejections += ~info.accepted
+            if between is not None:
+                state = between(rng, state, t)
+        if g >= burn_groups:
+            value = np.asarray(record(state), dtype=float).reshape(n_chains, -1)
+            if records is None:
+                records = np.empty((n_chains, n_groups, value.shape[1]))
+            records[:, g - burn_groups] = value
+    return state, records, rejections / (n_groups * group_size)
