@@ -1,0 +1,308 @@
+"""Generated from book/gsm.md by `python -m mcmc_lib.literate export`.
+
+Do not edit: change the chapter's cells tagged `export` and regenerate.
+"""
+import functools
+
+import autograd
+import autograd.numpy as anp
+import numpy as np
+from scipy.special import expit
+
+from mcmc_lib import targets
+from mcmc_lib.samplers.base import ChainState, Sampler, StepInfo, accept_proposals, metropolis_hastings_accept
+from mcmc_lib.validation import require_int, require_positive, require_probability
+
+__all__ = ["gadRWM", "gadMALAf", "gadMALAe", "rwm_bound_gradient", "mala_fast_bound_gradient",
+           "mala_exact_bound_gradient", "rmsprop_step", "update_beta", "hessian_vector_product",
+           "supports_hessian_vector_product"]
+
+RMSPROP_DECAY = 0.1      # kappa
+MIN_DIAG = 1e-3          # diag(L) floor
+BETA_RATE = 0.02         # rho_beta
+BETA_FLOOR = 1e-4
+
+
+def matvec(L, v):
+    """L v for stacks L (n, d, d), v (n, d)."""
+    return np.matmul(L, v[:, :, None])[:, :, 0]
+
+
+def rmatvec(L, v):
+    """L^T v for stacks L (n, d, d), v (n, d)."""
+    return np.matmul(v[:, None, :], L)[:, 0, :]
+
+
+@functools.lru_cache(maxsize=8)
+def tril_mask(d):
+    """The (d, d) lower-triangular mask of ones, cached (read-only)."""
+    mask = np.tri(d)
+    mask.setflags(write=False)
+    return mask
+
+
+def tril_outer(left, right, active):
+    """tril(sum_k left_k right_k^T) per chain for the chains where ``active`` is True, zero elsewhere.
+    left, right: (n, d) for one rank-1 term or (n, d, K) for K terms."""
+    if left.ndim == 2:
+        left, right = left[:, :, None], right[:, :, None]
+    left = np.where(active[:, None, None], left, 0.0)    # np.where: a NaN gradient of an inactive chain stays out
+    out = np.matmul(left, np.swapaxes(right, 1, 2))
+    out *= tril_mask(out.shape[-1])
+    return out
+
+
+def add_entropy_gradient(G, L, beta):
+    """G + beta diag(1/L_11, ..., 1/L_dd): the gradient of beta sum_i log L_ii (in place)."""
+    idx = np.arange(L.shape[-1])
+    G[:, idx, idx] += beta[:, None] / L[:, idx, idx]
+    return G
+
+
+def rmsprop_step(L, S, G, learning_rate, first, decay=RMSPROP_DECAY, min_diag=MIN_DIAG):
+    """One RMSProp ascent step on L, in place, as the authors' code does it:
+    S <- kappa G^2 + (1 - kappa) S (kappa = 1 on the first step), L <- L + eta G / (1 + sqrt(S)),
+    then diag(L) >= min_diag."""
+    kappa = 1.0 if first else decay
+    S *= 1.0 - kappa
+    step = np.square(G)
+    step *= kappa
+    S += step
+    np.sqrt(S, out=step)
+    step += 1.0
+    np.divide(G, step, out=step)
+    step *= learning_rate
+    L += step
+    idx = np.arange(L.shape[-1])
+    L[:, idx, idx] = np.maximum(L[:, idx, idx], min_diag)
+    return L, S
+
+
+def update_beta(beta, accepted, target_accept, rate=BETA_RATE, floor=BETA_FLOOR):
+    """beta <- max(floor, beta (1 + rate (a - alpha*))), with a the 0/1 accept indicator."""
+    return np.maximum(beta * (1.0 + rate * (accepted.astype(float) - target_accept)), floor)
+
+
+def rwm_bound_gradient(L, eps, grad_y, log_ratio, beta):
+    """Unbiased gradient of the gadRWM lower bound F_L with respect to L, per chain:
+    tril(grad_y eps^T) where log_ratio < 0, plus beta diag(1/L_ii). Shapes: L (n, d, d), eps and
+    grad_y (n, d), log_ratio and beta (n,). A NaN log ratio (non-finite proposal) counts as inactive."""
+    active = np.asarray(log_ratio) < 0
+    G = tril_outer(grad_y, eps, active)
+    return add_entropy_gradient(G, L, beta)
+
+
+def mala_fast_bound_gradient(L, eps, grad_x, grad_y, log_ratio, beta, Ltg_x=None, Ltg_y=None):
+    """gadMALAf's gradient of the lower bound with respect to L (grad log pi(y) held fixed inside d):
+    tril(-1/2 (g_x - g_y) (1/2 L^T (g_x - g_y) + eps)^T) where log_ratio < 0, plus beta diag(1/L_ii).
+    Ltg_x = L^T g_x and Ltg_y = L^T g_y may be passed when already computed."""
+    Ltg_x = rmatvec(L, grad_x) if Ltg_x is None else Ltg_x
+    Ltg_y = rmatvec(L, grad_y) if Ltg_y is None else Ltg_y
+    active = np.asarray(log_ratio) < 0
+    G = tril_outer(0.5 * (grad_y - grad_x), 0.5 * (Ltg_x - Ltg_y) + eps, active)
+    return add_entropy_gradient(G, L, beta)
+
+
+def mala_exact_bound_gradient(L, eps, grad_x, grad_y, hessian_vector, log_ratio, beta, Ltg_x=None, Ltg_y=None):
+    """gadMALAe's exact gradient of the lower bound with respect to L. ``hessian_vector(v, rows)``
+    returns H(y) v for the chains ``rows`` (an index array) and v of shape (len(rows), d); it is
+    called only for the chains with log_ratio < 0."""
+    Ltg_x = rmatvec(L, grad_x) if Ltg_x is None else Ltg_x
+    Ltg_y = rmatvec(L, grad_y) if Ltg_y is None else Ltg_y
+    active = np.asarray(log_ratio) < 0
+    u = 0.5 * Ltg_x + eps
+    d = u + 0.5 * Ltg_y
+    k = np.zeros_like(eps)
+    rows = np.flatnonzero(active)
+    if rows.size:
+        k[rows] = hessian_vector(matvec(L[rows], d[rows]), rows)
+    Ltk = rmatvec(L, k)
+    # Grouped by left vector: g_y (u - d/2)^T + g_x (L^T g_y / 2 - d / 2 - L^T k / 4)^T + k (-L^T g_x / 4 - eps / 2)^T
+    left = np.stack([grad_y, grad_x, k], axis=2)
+    right = np.stack([u - 0.5 * d, 0.5 * Ltg_y - 0.5 * d - 0.25 * Ltk, -0.25 * Ltg_x - 0.5 * eps], axis=2)
+    G = tril_outer(left, right, active)
+    return add_entropy_gradient(G, L, beta)
+
+
+def supports_hessian_vector_product(target):
+    return (isinstance(target, (targets.Gaussian, targets.LogisticRegression, targets.AutogradTarget))
+            or callable(getattr(target, "hessian_vector_product", None)))
+
+
+def hessian_vector_product(target, x, v):
+    """H(x) v per row, for x and v of shape (m, d), counted as m gradient evaluations of the target.
+    Closed forms for Gaussian and LogisticRegression targets; autograd for AutogradTarget; otherwise
+    the target's own ``hessian_vector_product(x, v)``."""
+    target.n_grad_evals += x.shape[0]
+    if isinstance(target, targets.Gaussian):
+        return -v / target.variances if target.diagonal else -(v @ target.precision)
+    if isinstance(target, targets.LogisticRegression):
+        s = expit(x @ target.X.T)
+        return -((s * (1.0 - s)) * (v @ target.X.T)) @ target.X - v / target.prior_var
+    if callable(getattr(target, "hessian_vector_product", None)):
+        return target.hessian_vector_product(x, v)
+    if isinstance(target, targets.AutogradTarget):
+        grad_sum = autograd.grad(lambda z: anp.sum(target._fn(z)))
+        return autograd.grad(lambda z: anp.sum(grad_sum(z) * v))(x)
+    raise ValueError(f"target {target!r} offers no Hessian-vector product")
+
+
+class _GradientAdaptive(Sampler):
+    """Shared parts of gadRWM, gadMALAf and gadMALAe: per-chain L (n, d, d), beta (n,), the RMSProp
+    accumulator, and ``adapt`` (gradient step on L, clamp of diag(L), beta update)."""
+
+    default_learning_rate = 5e-5
+    default_target_accept = 0.25
+
+    def __init__(self, target, learning_rate=None, target_accept=None, initial_chol=None, beta0=1.0,
+                 beta_rate=BETA_RATE, beta_floor=BETA_FLOOR, rmsprop_decay=RMSPROP_DECAY, min_diag=MIN_DIAG):
+        super().__init__(target)
+        d = target.dim
+        self.learning_rate = float(require_positive(self.default_learning_rate if learning_rate is None
+                                                    else learning_rate, "learning_rate"))
+        self.target_accept = require_probability(self.default_target_accept if target_accept is None
+                                                 else target_accept, "target_accept")
+        if np.ndim(beta0) != 0:
+            raise ValueError(f"beta0 must be a positive scalar, got {beta0!r}")
+        self.beta0 = float(require_positive(beta0, "beta0"))
+        self.beta_rate = float(require_positive(beta_rate, "beta_rate"))
+        self.beta_floor = float(require_positive(beta_floor, "beta_floor"))
+        self.rmsprop_decay = float(require_probability(rmsprop_decay, "rmsprop_decay", open_interval=False))
+        if self.rmsprop_decay == 0:
+            raise ValueError(f"rmsprop_decay must lie in (0, 1], got {rmsprop_decay!r}")
+        self.min_diag = float(require_positive(min_diag, "min_diag"))
+        if initial_chol is None:
+            initial_chol = 0.1 / np.sqrt(d)
+        initial_chol = np.asarray(initial_chol, dtype=float)
+        if initial_chol.ndim == 0:
+            require_positive(initial_chol, "initial_chol")
+            initial_chol = float(initial_chol) * np.eye(d)
+        if (initial_chol.shape != (d, d) or not np.all(np.isfinite(initial_chol))
+                or np.any(np.triu(initial_chol, 1) != 0) or np.any(np.diag(initial_chol) <= 0)):
+            raise ValueError(f"initial_chol must be a positive scalar or a ({d}, {d}) lower-triangular matrix "
+                             f"with a positive diagonal, got shape {initial_chol.shape}")
+        self.initial_chol = initial_chol
+        self.L = self.beta = self.S = None
+
+    def init(self, x0):
+        state = super().init(x0)
+        n, d = state.x.shape
+        self.L = np.broadcast_to(self.initial_chol, (n, d, d)).copy()
+        self.S = np.zeros((n, d, d))
+        self.beta = np.full(n, self.beta0)
+        self.n_adapt = 0
+        self._last = None
+        return state
+
+    def _bound_gradient(self, state, info):
+        raise NotImplementedError
+
+    def adapt(self, state, info, iteration):
+        """One burn-in update: gradient of the lower bound for the last proposal, RMSProp step on L,
+        diag(L) >= min_diag, then beta toward the target acceptance rate."""
+        G = self._bound_gradient(state, info)
+        rmsprop_step(self.L, self.S, G, self.learning_rate, self.n_adapt == 0, self.rmsprop_decay, self.min_diag)
+        self.beta = update_beta(self.beta, info.accepted, self.target_accept, self.beta_rate, self.beta_floor)
+        self.n_adapt += 1
+        self._after_adapt(state)
+
+    def _after_adapt(self, state):
+        pass
+
+    def proposal_cov(self):
+        return np.matmul(self.L, np.swapaxes(self.L, 1, 2))
+
+    def tuning(self):
+        return {"L": self.L.copy(), "beta": self.beta.copy()}
+
+
+class gadRWM(_GradientAdaptive):
+    """Gradient-based adaptive random-walk Metropolis: y = x + L eps, L learned during burn-in."""
+
+    name = "gadRWM"
+    uses_gradient = False
+
+    def step(self, rng, state):
+        n, d = state.x.shape
+        eps = rng.standard_normal((n, d))
+        y = state.x + matvec(self.L, eps)
+        with np.errstate(over="ignore", invalid="ignore"):
+            logp_y = self.target.logp(y)
+            log_ratio = logp_y - state.logp
+        accepted, prob, nonfinite = metropolis_hastings_accept(log_ratio, rng.uniform(size=n))
+        self._last = (y, eps, np.where(nonfinite, np.nan, log_ratio))
+        return accept_proposals(state, ChainState(y, logp_y), accepted), StepInfo(accepted, prob, nonfinite)
+
+    def _bound_gradient(self, state, info):
+        y, eps, log_ratio = self._last
+        active = log_ratio < 0
+        grad_y = np.zeros_like(y)
+        if active.any():        # the gradient at y only where the proposal was not surely accepted
+            with np.errstate(over="ignore", invalid="ignore"):
+                grad_y[active] = self.target.grad_logp(y[active])
+            log_ratio = np.where(np.all(np.isfinite(grad_y), axis=1), log_ratio, np.nan)
+        return rwm_bound_gradient(self.L, eps, grad_y, log_ratio, self.beta)
+
+
+class gadMALAf(_GradientAdaptive):
+    """Gradient-based adaptive MALA, fast variant: y = x + L L^T g_x / 2 + L eps; the gradient of the
+    bound holds grad log pi(y) fixed (no Hessian). L^T g_x of the current states is cached."""
+
+    name = "gadMALAf"
+    uses_gradient = True
+    default_learning_rate = 1.5e-4
+    default_target_accept = 0.55
+
+    def init(self, x0):
+        state = super().init(x0)
+        self._cache(state.x, rmatvec(self.L, state.grad))
+        return state
+
+    def _cache(self, x, Ltg):
+        self._cached_x, self._Ltg = x, Ltg
+
+    def step(self, rng, state):
+        n, d = state.x.shape
+        Ltg_x = self._Ltg if state.x is self._cached_x else rmatvec(self.L, state.grad)
+        eps = rng.standard_normal((n, d))
+        u = 0.5 * Ltg_x + eps
+        y = state.x + matvec(self.L, u)
+        with np.errstate(over="ignore", invalid="ignore"):
+            logp_y, grad_y = self.target.logp_and_grad(y)
+            Ltg_y = rmatvec(self.L, grad_y)
+            dvec = u + 0.5 * Ltg_y
+            log_ratio = (logp_y - state.logp - 0.5 * np.einsum("ij,ij->i", dvec, dvec)
+                         + 0.5 * np.einsum("ij,ij->i", eps, eps))
+        log_ratio = np.where(np.all(np.isfinite(grad_y), axis=1), log_ratio, np.nan)
+        accepted, prob, nonfinite = metropolis_hastings_accept(log_ratio, rng.uniform(size=n))
+        new_state = accept_proposals(state, ChainState(y, logp_y, grad_y), accepted)
+        # After an acceptance L^T g of the new state is L^T g_y (exact while L is fixed; adapt recomputes it).
+        self._cache(new_state.x, np.where(accepted[:, None], Ltg_y, Ltg_x))
+        self._last = (eps, state.grad, grad_y, y, Ltg_x, Ltg_y, np.where(nonfinite, np.nan, log_ratio))
+        return new_state, StepInfo(accepted, prob, nonfinite)
+
+    def _bound_gradient(self, state, info):
+        eps, grad_x, grad_y, _, Ltg_x, Ltg_y, log_ratio = self._last
+        return mala_fast_bound_gradient(self.L, eps, grad_x, grad_y, log_ratio, self.beta, Ltg_x, Ltg_y)
+
+    def _after_adapt(self, state):
+        self._cache(state.x, rmatvec(self.L, state.grad))     # L changed: refresh L^T g_x
+
+
+class gadMALAe(gadMALAf):
+    """Gradient-based adaptive MALA, exact variant: the gradient of the bound differentiates
+    grad log pi(y) through y with Hessian-vector products (only during burn-in, only where r < 0)."""
+
+    name = "gadMALAe"
+
+    def __init__(self, target, **kwargs):
+        if not supports_hessian_vector_product(target):
+            raise ValueError(f"target {target!r} offers no Hessian-vector product, which gadMALAe needs")
+        super().__init__(target, **kwargs)
+
+    def _bound_gradient(self, state, info):
+        eps, grad_x, grad_y, y, Ltg_x, Ltg_y, log_ratio = self._last
+        def hessian_vector(v, rows):
+            return hessian_vector_product(self.target, y[rows], v)
+        return mala_exact_bound_gradient(self.L, eps, grad_x, grad_y, hessian_vector, log_ratio, self.beta,
+                                         Ltg_x, Ltg_y)
