@@ -5,14 +5,9 @@ term, a missing momentum half-step) and runs the relevant exactness tests agains
 subprocess. The test passes only if those tests FAIL on the mutant, so a check that cannot fail
 would be caught here.
 """
-import shutil
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from planted import assert_mutation_caught
 
 MUTATIONS = {
     "mala-drift-sign": ("mcmc_lib/samplers/classic.py",
@@ -34,18 +29,5 @@ MUTATIONS = {
 
 @pytest.mark.parametrize("name", MUTATIONS)
 def test_planted_bug_is_caught(name, tmp_path):
-    relative, original, mutant, selection = MUTATIONS[name]
-    shutil.copytree(ROOT / "mcmc_lib", tmp_path / "mcmc_lib")
-    (tmp_path / "tests").mkdir()
-    for helper in ("test_samplers.py", "moments.py"):
-        shutil.copy(ROOT / "tests" / helper, tmp_path / "tests" / helper)
-    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    source = (tmp_path / relative).read_text()
-    assert source.count(original) == 1, f"mutation {name}: the original code was not found once"
-    (tmp_path / relative).write_text(source.replace(original, mutant))
-    completed = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-x", "-k", selection, "tests/test_samplers.py"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    # The copy must be what was imported, and the mutant must fail (exit code 1), not error out.
-    assert completed.returncode == 1, f"mutation {name} was not caught:\n{completed.stdout[-2000:]}"
-    assert "failed" in completed.stdout
+    module, original, mutant, selection = MUTATIONS[name]
+    assert_mutation_caught(tmp_path, module, original, mutant, "test_samplers.py", selection)
