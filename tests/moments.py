@@ -1,5 +1,8 @@
-"""Shared check for the exactness tests: sample moments against the truth within Monte Carlo error."""
+"""Shared pieces of the exactness tests: small targets with known moments, and the check of sample
+moments against the truth within Monte Carlo error."""
 import numpy as np
+
+from mcmc_lib import targets as T
 
 from mcmc_lib.diagnostics import ess
 
@@ -28,3 +31,16 @@ def assert_moments_match(samples, mean, cov, bound=4.5):
     z = moment_z_scores(samples, mean, cov)
     worst = int(np.argmax(np.abs(z)))
     assert np.all(np.abs(z) < bound), f"moment {worst} is {z[worst]:.2f} Monte Carlo standard errors off (all: {np.round(z, 2)})"
+
+
+# Small targets with known moments, shared by the chapters' exactness tests.
+def correlated_target():
+    return T.Gaussian(np.array([[1.0, 0.9], [0.9, 1.0]]), mean=np.array([1.0, -2.0]), name="rho=0.9")
+
+
+def scaled_target():
+    return T.Gaussian(np.array([0.3, 1.0, 2.0, 0.5]) ** 2, name="diagonal, sds 0.3..2")
+
+
+def banana_target():
+    return T.TwistedGaussian(2, b=0.2, v=4.0, name="mild banana")

@@ -19,7 +19,7 @@ from mcmc_lib.methods.mcma import (MCMA, MGaA, ConstantAdaptation, FixedProposal
                                    normalise_determinant)
 from mcmc_lib.samplers import HaarioAM
 
-from moments import assert_moments_match
+from moments import assert_moments_match, banana_target, correlated_target, scaled_target
 from planted import assert_mutation_caught
 
 
@@ -67,18 +67,6 @@ def test_region_fractions_of_a_biased_sample_are_not_zero():
 # --------------------------------------------------------------------------------------------
 # Exactness with adaptation stopped
 # --------------------------------------------------------------------------------------------
-def correlated_target():
-    return T.Gaussian(np.array([[1.0, 0.9], [0.9, 1.0]]), mean=np.array([1.0, -2.0]), name="rho=0.9")
-
-
-def scaled_target():
-    return T.Gaussian(np.array([0.3, 1.0, 2.0, 0.5]) ** 2, name="diagonal, sds 0.3..2")
-
-
-def banana_target():
-    return T.TwistedGaussian(2, b=0.2, v=4.0, name="mild banana")
-
-
 EXACT_SAMPLERS = {
     "MCMA": lambda t: MCMA(t),
     "MGaA": lambda t: MGaA(t),

@@ -11,7 +11,7 @@ from mcmc_lib.harness import run
 from mcmc_lib.methods.nonrev_u import (NonrevMALA, NonrevRWM, PersistentLangevin, advance_v, rescale_v,
                                        run_groups, wrap_v)
 
-from moments import assert_moments_match
+from moments import assert_moments_match, correlated_target
 from planted import assert_mutation_caught
 
 P_MIN = 1e-4      # KS / chi-square p-values below this fail (each test is a single, fixed-seed check)
@@ -87,10 +87,6 @@ def test_joint_distribution_of_x_and_v_is_invariant(sampler_name):
     if sampler_name == "PL":      # the momentum too: (x, p, v) ~ N(0, 1) x N(0, 1) x U(-1, 1)
         assert joint_chi2_pvalue(x, state.p[:, 0], v_is_normal=True) > P_MIN
         assert joint_chi2_pvalue(state.p[:, 0], v) > P_MIN
-
-
-def correlated_target():
-    return T.Gaussian(np.array([[1.0, 0.9], [0.9, 1.0]]), mean=np.array([1.0, -2.0]), name="rho=0.9")
 
 
 EXACT = {

@@ -8,21 +8,9 @@ from mcmc_lib import targets as T
 from mcmc_lib.harness import run, summarise
 from mcmc_lib.samplers import HMC, MALA, RWM, CholeskyAM, HaarioAM, metropolis_hastings_accept
 
-from moments import assert_moments_match
+from moments import assert_moments_match, banana_target, correlated_target, scaled_target
 
 N_CHAINS = 4
-
-
-def correlated_target():
-    return T.Gaussian(np.array([[1.0, 0.9], [0.9, 1.0]]), mean=np.array([1.0, -2.0]), name="rho=0.9")
-
-
-def scaled_target():
-    return T.Gaussian(np.array([0.3, 1.0, 2.0, 0.5]) ** 2, name="diagonal, sds 0.3..2")
-
-
-def banana_target():
-    return T.TwistedGaussian(2, b=0.2, v=4.0, name="mild banana")
 
 
 SAMPLERS = {
