@@ -1,0 +1,677 @@
+"""Generated from book/mamba.md by `python -m mcmc_lib.literate export`.
+
+Do not edit: change the chapter's cells tagged `export` and regenerate.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from mcmc_lib import diagnostics
+from mcmc_lib.targets import LogisticRegression, _sigmoid
+from mcmc_lib.validation import require_int, require_positive, require_rng
+
+SAMPLERS = ("sgld", "sgld-cv", "sghmc", "sghmc-cv", "sgnht", "sgnht-cv")
+
+
+def minibatch_indices(rng, n_data: int, batch_size: int, n_chains: int) -> np.ndarray:
+    """One minibatch per chain, each a uniform sample WITHOUT replacement: (n_chains, batch_size).
+
+    Rows drawn with replacement are kept when they hold no repeated index (then they are uniform
+    over distinct tuples); the others are redrawn by ``Generator.choice(replace=False)``.
+    """
+    rng = require_rng(rng)
+    n_data = require_int(n_data, "n_data", minimum=1)
+    batch_size = require_int(batch_size, "batch_size", minimum=1)
+    n_chains = require_int(n_chains, "n_chains", minimum=1)
+    if batch_size > n_data:
+        raise ValueError(f"batch_size must be at most n_data = {n_data}, got {batch_size}")
+    if 4 * batch_size * batch_size > n_data:      # repeats likely: draw each row directly
+        return np.stack([rng.choice(n_data, batch_size, replace=False) for _ in range(n_chains)])
+    idx = rng.integers(0, n_data, size=(n_chains, batch_size))
+    srt = np.sort(idx, axis=1)
+    repeated = np.flatnonzero(np.any(srt[:, 1:] == srt[:, :-1], axis=1))
+    for row in repeated:
+        idx[row] = rng.choice(n_data, batch_size, replace=False)
+    return idx
+
+
+class GradientEstimator:
+    """The minibatch score estimate (eq-mamba-sg), or its control-variate form (eq-mamba-cv) when
+    ``centre`` is given, for a target with ``n_data`` and ``minibatch_grad(w, indices)``. A target
+    may also offer ``minibatch_grads(w, idx)`` with one row of indices per chain (idx (c, n));
+    for ``LogisticRegression`` that vectorised form is built in here.
+
+    ``cost`` is the number of gradient evaluations one call charges per chain: n/N, doubled for
+    the control variate (two minibatch gradients), 1 when n = N (the exact score).
+    """
+
+    def __init__(self, target, batch_size: int, centre=None):
+        if not hasattr(target, "minibatch_grad") or not hasattr(target, "n_data"):
+            raise ValueError(f"target must have n_data and minibatch_grad, got {type(target).__name__}")
+        self.target = target
+        self.n_data = int(target.n_data)
+        self.batch_size = require_int(batch_size, "batch_size", minimum=1)
+        if self.batch_size > self.n_data:
+            raise ValueError(f"batch_size must be at most n_data = {self.n_data}, got {batch_size}")
+        self.full = self.batch_size == self.n_data
+        if centre is not None:
+            centre = np.asarray(centre, dtype=float)
+            if centre.shape != (target.dim,) or not np.all(np.isfinite(centre)):
+                raise ValueError(f"centre must be a finite array of shape ({target.dim},), got {centre.shape}")
+            self.centre_grad = target.grad_logp(centre[None])[0]  # computed once, not charged
+        self.centre = centre
+        fraction = self.batch_size / self.n_data
+        self.cost = 1.0 if self.full else fraction * (2.0 if centre is not None else 1.0)
+
+    def _minibatch(self, w, idx):
+        """(N/n) sum_{i in S_c} grad log f(y_i | w_c) + grad log p(w_c), one minibatch per chain."""
+        t = self.target
+        if hasattr(t, "minibatch_grads"):          # a target's own vectorised version
+            return t.minibatch_grads(w, idx)
+        if isinstance(t, LogisticRegression):       # vectorised gather over chains
+            Xb, tb = t.X[idx], t.t[idx]              # (c, n, d), (c, n)
+            resid = tb - _sigmoid(np.einsum("cnd,cd->cn", Xb, w))
+            t.n_grad_evals += w.shape[0] * idx.shape[1] / self.n_data
+            return (self.n_data / idx.shape[1]) * np.einsum("cn,cnd->cd", resid, Xb) - w / t.prior_var
+        return np.concatenate([t.minibatch_grad(w[c:c + 1], idx[c]) for c in range(w.shape[0])])
+
+    def __call__(self, rng, w):
+        w = np.asarray(w, dtype=float)
+        if self.full:
+            return self.target.grad_logp(w)
+        idx = minibatch_indices(rng, self.n_data, self.batch_size, w.shape[0])
+        g = self._minibatch(w, idx)
+        if self.centre is not None:
+            g = g + self.centre_grad - self._minibatch(np.broadcast_to(self.centre, w.shape), idx)
+        return g
+
+
+class SGState(NamedTuple):
+    """Chains' positions x (c, d), velocities v (c, d) and thermostats xi (c,)."""
+    x: np.ndarray
+    v: np.ndarray
+    xi: np.ndarray
+
+
+def sgld_step(rng, state: SGState, h, grad_fn) -> SGState:
+    """Eq. (eq-mamba-sgld); h: (c,) step sizes."""
+    x = state.x
+    x = x + h[:, None] * grad_fn(rng, x) + np.sqrt(2.0 * h)[:, None] * rng.standard_normal(x.shape)
+    return SGState(x, state.v, state.xi)
+
+
+def sghmc_step(rng, state: SGState, h, grad_fn, n_leapfrog: int, alpha: float = 0.01,
+               stale_gradient: bool = False) -> SGState:
+    """Eq. (eq-mamba-sghmc): fresh v ~ N(0, h I), then n_leapfrog steps; returns the end point.
+    stale_gradient=True evaluates the gradient before the move, as the original code does."""
+    x = state.x
+    v = np.sqrt(h)[:, None] * rng.standard_normal(x.shape)
+    noise_sd = np.sqrt(2.0 * alpha * h)[:, None]
+    for _ in range(n_leapfrog):
+        g = grad_fn(rng, x) if stale_gradient else None
+        x = x + v
+        g = grad_fn(rng, x) if g is None else g
+        v = v + h[:, None] * g - alpha * v + noise_sd * rng.standard_normal(x.shape)
+    return SGState(x, v, state.xi)
+
+
+def sgnht_step(rng, state: SGState, h, grad_fn, a: float = 0.01) -> SGState:
+    """Eq. (eq-mamba-sgnht): one thermostat per chain."""
+    x, v, xi = state
+    v = v + h[:, None] * grad_fn(rng, x) - xi[:, None] * v \
+        + np.sqrt(2.0 * a * h)[:, None] * rng.standard_normal(x.shape)
+    x = x + v
+    xi = xi + np.mean(v**2, axis=1) - h
+    return SGState(x, v, xi)
+
+
+@dataclass(frozen=True)
+class SGConfig:
+    """One arm: sampler name, step size h, batch size n, leapfrog steps L (SGHMC only)."""
+    sampler: str
+    step_size: float
+    batch_size: int
+    n_leapfrog: int = 1
+
+    def __post_init__(self):
+        if self.sampler not in SAMPLERS:
+            raise ValueError(f"sampler must be one of {SAMPLERS}, got {self.sampler!r}")
+        require_positive(self.step_size, "step_size")
+        require_int(self.batch_size, "batch_size", minimum=1)
+        require_int(self.n_leapfrog, "n_leapfrog", minimum=1)
+
+
+class SGMCMC:
+    """A batch of chains of one SG sampler; per-chain step sizes, shared batch size and L.
+    alpha: SGHMC friction; a: SGNHT noise; stale_gradient: SGHMC's gradient before the move (code).
+
+    ``cost_per_step``: gradient evaluations one step charges per chain (L x the estimator's cost).
+    """
+
+    def __init__(self, target, sampler: str, step_size, batch_size: int, n_leapfrog: int = 1,
+                 centre=None, alpha: float = 0.01, a: float = 0.01, stale_gradient: bool = False):
+        if sampler not in SAMPLERS:
+            raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
+        self.target, self.sampler = target, sampler
+        self.step_size = np.atleast_1d(np.asarray(require_positive(step_size, "step_size"), dtype=float))
+        if self.step_size.ndim != 1:
+            raise ValueError(f"step_size must be a scalar or (n_chains,), got shape {np.shape(step_size)}")
+        self.n_leapfrog = require_int(n_leapfrog, "n_leapfrog", minimum=1)
+        self.alpha = float(require_positive(alpha, "alpha"))
+        self.a = float(require_positive(a, "a"))
+        self.stale_gradient = bool(stale_gradient)
+        use_cv = sampler.endswith("-cv")
+        if use_cv and centre is None:
+            raise ValueError(f"centre (the control variates' centring value) is needed for {sampler}")
+        self.grad_fn = GradientEstimator(target, batch_size, centre if use_cv else None)
+        self.kind = sampler.split("-")[0]
+        steps = self.n_leapfrog if self.kind == "sghmc" else 1
+        self.cost_per_step = steps * self.grad_fn.cost
+
+    def init(self, x0, rng) -> SGState:
+        """States from x0 (c, d); v ~ N(0, h I) and xi = a for SGNHT."""
+        rng = require_rng(rng)
+        x0 = np.asarray(x0, dtype=float)
+        if x0.ndim != 2 or x0.shape[1] != self.target.dim or not np.all(np.isfinite(x0)):
+            raise ValueError(f"x0 must be a finite array (n_chains, {self.target.dim}), got shape {x0.shape}")
+        h = np.broadcast_to(self.step_size, (x0.shape[0],))
+        v = np.sqrt(h)[:, None] * rng.standard_normal(x0.shape) if self.kind == "sgnht" else np.zeros_like(x0)
+        return SGState(x0.copy(), v, np.full(x0.shape[0], self.a))
+
+    def step(self, rng, state: SGState) -> SGState:
+        h = np.broadcast_to(self.step_size, (state.x.shape[0],))
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            if self.kind == "sgld":
+                return sgld_step(rng, state, h, self.grad_fn)
+            if self.kind == "sghmc":
+                return sghmc_step(rng, state, h, self.grad_fn, self.n_leapfrog, self.alpha, self.stale_gradient)
+            return sgnht_step(rng, state, h, self.grad_fn, self.a)
+
+
+BUDGET_KINDS = ("gradients", "seconds")
+
+
+@dataclass
+class SGRun:
+    """A run's stored draws (n_kept, c, d), final state, steps taken, time, and diverged chains."""
+    samples: np.ndarray
+    state: SGState
+    n_steps: int
+    seconds: float
+    diverged: np.ndarray
+
+
+def run_sgmcmc(sampler: SGMCMC, state: SGState, rng, budget: float, budget_kind: str = "gradients",
+               thin: int = 1) -> SGRun:
+    """Run ``sampler`` from ``state`` for ``budget`` gradient evaluations per chain (a fixed
+    number of steps, at least one) or ``budget`` seconds (at least one step); keep every
+    ``thin``-th state, starting with the first."""
+    rng = require_rng(rng)
+    require_positive(budget, "budget")
+    if budget_kind not in BUDGET_KINDS:
+        raise ValueError(f"budget_kind must be one of {BUDGET_KINDS}, got {budget_kind!r}")
+    thin = require_int(thin, "thin", minimum=1)
+    kept = []
+    start = time.perf_counter()
+    if budget_kind == "gradients":
+        n_steps = max(1, int(math.floor(budget / sampler.cost_per_step + 1e-9)))
+        for k in range(n_steps):
+            state = sampler.step(rng, state)
+            if k % thin == 0:
+                kept.append(state.x)
+    else:
+        n_steps = 0
+        while n_steps == 0 or time.perf_counter() - start < budget:
+            state = sampler.step(rng, state)
+            if n_steps % thin == 0:
+                kept.append(state.x)
+            n_steps += 1
+    samples = np.stack(kept)
+    diverged = ~np.all(np.isfinite(samples), axis=(0, 2)) | ~np.all(np.isfinite(state.x), axis=1)
+    return SGRun(samples, state, n_steps, time.perf_counter() - start, diverged)
+
+
+METRICS = ("ksd", "fssd")
+
+
+def full_scores(target, points, max_elements: int = 20_000_000) -> np.ndarray:
+    """Full-data grad log pi at points (M, d), in chunks of at most max_elements of X w products."""
+    n_data = getattr(target, "n_data", 1)
+    chunk = max(1, max_elements // max(1, n_data))
+    return np.concatenate([target.grad_logp(points[i:i + chunk]) for i in range(0, len(points), chunk)])
+
+
+def stein_discrepancy(target, draws, metric: str, rng, max_points=None) -> float:
+    """KSD (``mcmc_lib.diagnostics.ksd``) or FSSD-opt squared (``diagnostics.fssd_opt``) of draws
+    (M, d), with full-data scores; +inf for non-finite draws or scores (a diverged arm) or for
+    fewer than two draws."""
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+    draws = np.asarray(draws, dtype=float)
+    if max_points is not None and len(draws) > max_points:
+        draws = draws[np.linspace(0, len(draws) - 1, max_points).astype(int)]
+    if len(draws) < 2 or not np.all(np.isfinite(draws)):
+        return math.inf
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        scores = full_scores(target, draws)
+        if not np.all(np.isfinite(scores)):
+            return math.inf
+        if metric == "ksd":
+            value = diagnostics.ksd(draws, scores)
+        else:
+            value = diagnostics.fssd_opt(draws, scores, rng, n_locations=10, n_steps=100, learning_rate=1e-3)
+    return value if np.isfinite(value) else math.inf
+
+
+def n_rounds(n_arms: int, eta: int) -> int:
+    """K = floor(log_eta n_arms) in integer arithmetic (at least 1)."""
+    k, power = 0, eta
+    while power <= n_arms:
+        k, power = k + 1, power * eta
+    return max(k, 1)
+
+
+@dataclass
+class HalvingResult:
+    best: int                                   # index of the chosen arm
+    rounds: list = field(default_factory=list)  # per round: arms, budget per arm, metrics
+
+
+def successive_halving(n_arms: int, pull, budget: float, eta: int = 3) -> HalvingResult:
+    """Successive halving with the budget of eq. (eq-mamba-halving).
+
+    pull(arms, per_arm_budget, round) runs the arms (an index array) for per_arm_budget more and
+    returns one metric per arm, lower is better; a non-finite metric ranks last. ``budget`` is R,
+    the total budget of an arm that survives every round.
+    """
+    n_arms = require_int(n_arms, "n_arms", minimum=1)
+    eta = require_int(eta, "eta", minimum=2)
+    require_positive(budget, "budget")
+    k = n_rounds(n_arms, eta)
+    r0 = budget / sum(eta**i for i in range(k))
+    total = r0 * n_arms * k
+    active = np.arange(n_arms)
+    result = HalvingResult(best=-1)
+    for i in range(k):
+        per_arm = total / (len(active) * k)
+        metrics = np.asarray(pull(active, per_arm, i), dtype=float)
+        if metrics.shape != active.shape:
+            raise ValueError(f"pull must return {len(active)} metrics, got shape {metrics.shape}")
+        metrics = np.where(np.isfinite(metrics), metrics, np.inf)
+        order = np.argsort(metrics, kind="stable")
+        result.rounds.append({"arms": active.copy(), "budget": per_arm, "metrics": metrics})
+        result.best = int(active[order[0]])
+        active = active[np.sort(order[:max(1, len(active) // eta)])]
+    return result
+
+
+@dataclass
+class MambaResult:
+    best: SGConfig
+    configs: list
+    halving: HalvingResult
+    log: list            # one dict per (round, arm): config, budget, steps, metric, diverged
+    seconds: float
+
+
+def make_grid(sampler: str, log10_step_sizes, batch_sizes, n_leapfrogs=(1,)) -> list:
+    """Arms = step size x batch size (x L for SGHMC), step size varying fastest (the code's order)."""
+    leapfrogs = tuple(n_leapfrogs) if sampler.startswith("sghmc") else (1,)
+    return [SGConfig(sampler, float(10.0**lh), int(n), int(L))
+            for L in leapfrogs for n in batch_sizes for lh in log10_step_sizes]
+
+
+def mamba(target, configs, x0, budget: float, rng, metric: str = "ksd", eta: int = 3, centre=None,
+          budget_kind: str = "gradients", thin: int = 10, max_points=None) -> MambaResult:
+    """MAMBA (Algorithm 1): successive halving over SG-MCMC arms, reward = -Stein discrepancy.
+
+    configs: list of SGConfig; x0: (d,) start of every chain; budget: R per surviving arm, in
+    gradient evaluations or seconds (``budget_kind``); centre: the control variates' centre.
+    """
+    rng = require_rng(rng)
+    if not configs or not all(isinstance(c, SGConfig) for c in configs):
+        raise ValueError("configs must be a non-empty list of SGConfig")
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+    if budget_kind not in BUDGET_KINDS:
+        raise ValueError(f"budget_kind must be one of {BUDGET_KINDS}, got {budget_kind!r}")
+    x0 = np.asarray(x0, dtype=float)
+    if x0.shape != (target.dim,) or not np.all(np.isfinite(x0)):
+        raise ValueError(f"x0 must be a finite array of shape ({target.dim},), got {x0.shape}")
+    thin = require_int(thin, "thin", minimum=1)
+    states: dict = {}
+    log = []
+    start = time.perf_counter()
+
+    def run_group(arms, per_arm, i):
+        cfg = configs[arms[0]]
+        sampler = SGMCMC(target, cfg.sampler, [configs[a].step_size for a in arms], cfg.batch_size,
+                         cfg.n_leapfrog, centre)
+        if i == 0:
+            state = sampler.init(np.tile(x0, (len(arms), 1)), rng)
+        else:
+            rows = [states[a] for a in arms]
+            state = SGState(*(np.stack([r[k] for r in rows]) for k in range(3)))
+        out = run_sgmcmc(sampler, state, rng, per_arm, budget_kind, thin)
+        values = []
+        for j, a in enumerate(arms):
+            states[a] = tuple(part[j] for part in out.state)
+            value = stein_discrepancy(target, out.samples[:, j], metric, rng, max_points)
+            values.append(value)
+            log.append({"round": i, "arm": int(a), **configs[a].__dict__, "budget": per_arm,
+                        "steps": out.n_steps, "metric": value, "diverged": bool(out.diverged[j])})
+        return values
+
+    def pull(active, per_arm, i):
+        metrics = {}
+        if budget_kind == "gradients":
+            groups: dict = {}
+            for a in active:
+                c = configs[a]
+                groups.setdefault((c.sampler, c.batch_size, c.n_leapfrog), []).append(int(a))
+            for arms in groups.values():
+                metrics.update(zip(arms, run_group(arms, per_arm, i)))
+        else:
+            for a in active:
+                metrics[int(a)] = run_group([int(a)], per_arm, i)[0]
+        return [metrics[int(a)] for a in active]
+
+    halving = successive_halving(len(configs), pull, budget, eta)
+    return MambaResult(configs[halving.best], list(configs), halving, log, time.perf_counter() - start)
+
+
+def predictive_log_loss(draws, X_test, t_test) -> float:
+    """-mean_i log p(t_i | x_i, draws), p = mean over draws of sigmoid((2t-1) x.theta); +inf if
+    the draws are not finite."""
+    draws = np.asarray(draws, dtype=float)
+    if draws.ndim != 2 or not np.all(np.isfinite(draws)):
+        return math.inf
+    signed = (X_test @ draws.T) * (2.0 * np.asarray(t_test)[:, None] - 1.0)   # (n_test, M)
+    log_p = -np.logaddexp(0.0, -signed)
+    m = log_p.max(axis=1, keepdims=True)
+    log_mean = m[:, 0] + np.log(np.mean(np.exp(log_p - m), axis=1))
+    return float(-np.mean(log_mean))
+
+
+def heuristic_config(sampler: str, n_data: int, n_leapfrog: int = 10) -> SGConfig:
+    """h = 1/N, batch 10% of N (L = 10 for SGHMC)."""
+    n_data = require_int(n_data, "n_data", minimum=1)
+    return SGConfig(sampler, 1.0 / n_data, max(1, n_data // 10),
+                    n_leapfrog if sampler.startswith("sghmc") else 1)
+
+
+def grid_search(target, configs, x0, n_steps: int, rng, loss_fn, centre=None, thin: int = 10):
+    """Run every config for n_steps steps from x0 (d,) and keep the lowest loss_fn(draws (M, d)),
+    draws thinned by ``thin``; configs sharing sampler, batch and L run as one batch of chains.
+    Returns (best SGConfig, list of losses in config order)."""
+    rng = require_rng(rng)
+    n_steps = require_int(n_steps, "n_steps", minimum=1)
+    if not configs or not all(isinstance(c, SGConfig) for c in configs):
+        raise ValueError("configs must be a non-empty list of SGConfig")
+    groups: dict = {}
+    for i, c in enumerate(configs):
+        groups.setdefault((c.sampler, c.batch_size, c.n_leapfrog), []).append(i)
+    losses = np.full(len(configs), np.inf)
+    for (name, batch, leapfrog), members in groups.items():
+        sampler = SGMCMC(target, name, [configs[i].step_size for i in members], batch, leapfrog, centre)
+        state = sampler.init(np.tile(np.asarray(x0, float), (len(members), 1)), rng)
+        out = run_sgmcmc(sampler, state, rng, n_steps * sampler.cost_per_step, "gradients", thin)
+        for j, i in enumerate(members):
+            loss = loss_fn(out.samples[:, j])
+            losses[i] = loss if np.isfinite(loss) else np.inf
+    return configs[int(np.argmin(losses))], list(losses)
+
+
+from scipy import optimize
+
+from mcmc_lib.targets import Target
+
+
+def _scatter_rows(rows, values, n_rows: int) -> np.ndarray:
+    """Sum the rows of values (m, k) into n_rows rows by the row index rows (m,): (n_rows, k)."""
+    return np.stack([np.bincount(rows, weights=values[:, j], minlength=n_rows)
+                     for j in range(values.shape[1])], axis=1)
+
+
+class PMF(Target):
+    """Probabilistic matrix factorisation, eq. (eq-mamba-pmf), gradients eq. (eq-mamba-pmf-grad).
+
+    theta = [U (n_users x D), V (n_items x D), mu_U, lam_U, mu_V, lam_V], flattened row by row.
+    ``minibatch_grads(theta, idx)``: one unbiased estimate per chain from the ratings idx (c, n),
+    the likelihood scaled by N/n and the prior exact; counted as n/N gradient evaluations per chain.
+    """
+
+    def __init__(self, users, items, ratings, n_users: int, n_items: int, latent_dim: int = 20,
+                 alpha: float = 3.0, mu0: float = 0.0, a0: float = 4.0, b0: float = 5.0, name: str = "PMF"):
+        users, items = np.asarray(users), np.asarray(items)
+        ratings = np.asarray(ratings, dtype=float)
+        n_users = require_int(n_users, "n_users", minimum=1)
+        n_items = require_int(n_items, "n_items", minimum=1)
+        self.D = require_int(latent_dim, "latent_dim", minimum=1)
+        if users.ndim != 1 or users.shape != items.shape or users.shape != ratings.shape or len(users) == 0:
+            raise ValueError("users, items and ratings must be non-empty 1-d arrays of the same length")
+        if users.min() < 0 or users.max() >= n_users or items.min() < 0 or items.max() >= n_items:
+            raise ValueError(f"users must lie in [0, {n_users}) and items in [0, {n_items})")
+        if not np.all(np.isfinite(ratings)):
+            raise ValueError("ratings must be finite")
+        self.alpha = float(require_positive(alpha, "alpha"))
+        self.a0, self.b0 = float(require_positive(a0, "a0")), float(require_positive(b0, "b0"))
+        self.mu0 = float(mu0)
+        self.users, self.items, self.ratings = users.astype(np.int64), items.astype(np.int64), ratings
+        self.n_users, self.n_items, self.n_data = n_users, n_items, len(ratings)
+        super().__init__((n_users + n_items) * self.D + 4 * self.D)
+        self.name = name
+
+    def unpack(self, theta):
+        """Views U (c, n_users, D), V (c, n_items, D), mu_U, lam_U, mu_V, lam_V (c, D)."""
+        c, D = theta.shape[0], self.D
+        nu, ni = self.n_users * D, self.n_items * D
+        rest = theta[:, nu + ni:].reshape(c, 4, D)
+        return (theta[:, :nu].reshape(c, self.n_users, D), theta[:, nu:nu + ni].reshape(c, self.n_items, D),
+                rest[:, 0], rest[:, 1], rest[:, 2], rest[:, 3])
+
+    def _prior(self, theta, want_logp: bool = False):
+        """Log prior (c,) (or None) and its gradient (c, dim)."""
+        U, V, muU, lamU, muV, lamV = self.unpack(theta)
+        grad = np.zeros_like(theta)
+        gU, gV, gmuU, glamU, gmuV, glamV = self.unpack(grad)
+        logp = np.zeros(theta.shape[0])
+        for W, mu, lam, gW, gmu, glam in ((U, muU, lamU, gU, gmuU, glamU), (V, muV, lamV, gV, gmuV, glamV)):
+            prec = np.exp(lam)                                      # (c, D)
+            dev = W - mu[:, None, :]                                # (c, n_W, D)
+            ss = np.sum(dev**2, axis=1) + (mu - self.mu0) ** 2      # S_W (c, D)
+            shape = 0.5 * (W.shape[1] + 1) + self.a0
+            gW[...] = -prec[:, None, :] * dev
+            gmu[...] = prec * (np.sum(dev, axis=1) - (mu - self.mu0))
+            glam[...] = shape - 0.5 * prec * ss - self.b0 * prec
+            if want_logp:
+                logp += np.sum(shape * lam - 0.5 * prec * ss - self.b0 * prec, axis=1)
+        return (logp if want_logp else None), grad
+
+    def _likelihood(self, theta, idx, scale: float, grad, want_logp: bool = False):
+        """Add scale x the likelihood gradient of the ratings idx (c, n) to grad (in place);
+        return scale x the log-likelihood (c,) when want_logp."""
+        U, V = self.unpack(theta)[:2]
+        gU, gV = self.unpack(grad)[:2]
+        c, n = idx.shape
+        u, i = self.users[idx], self.items[idx]                      # (c, n)
+        chain = np.arange(c)[:, None]
+        Uu, Vi = U[chain, u], V[chain, i]                            # (c, n, D)
+        resid = self.ratings[idx] - np.einsum("cnd,cnd->cn", Uu, Vi)
+        w = (scale * self.alpha) * resid[..., None]
+        gU += _scatter_rows((chain * self.n_users + u).ravel(), (w * Vi).reshape(c * n, -1),
+                            c * self.n_users).reshape(gU.shape)
+        gV += _scatter_rows((chain * self.n_items + i).ravel(), (w * Uu).reshape(c * n, -1),
+                            c * self.n_items).reshape(gV.shape)
+        return -0.5 * scale * self.alpha * np.sum(resid**2, axis=1) if want_logp else None
+
+    def _full(self, theta, want_logp: bool):
+        logp, grad = self._prior(theta, want_logp)
+        everything = np.arange(self.n_data)
+        for start in range(0, theta.shape[0], 4):                    # 4 chains at a time (memory)
+            part = slice(start, start + 4)
+            g = grad[part]
+            ll = self._likelihood(theta[part], np.broadcast_to(everything, (g.shape[0], self.n_data)), 1.0, g,
+                                  want_logp)
+            if want_logp:
+                logp[part] += ll
+        return logp, grad
+
+    def _logp(self, theta):
+        return self._full(theta, True)[0]
+
+    def _grad(self, theta):
+        return self._full(theta, False)[1]
+
+    def _logp_and_grad(self, theta):
+        return self._full(theta, True)
+
+    def minibatch_grads(self, theta, idx) -> np.ndarray:
+        """(N/n) x the likelihood gradient of each chain's minibatch idx (c, n), plus the prior's."""
+        theta = np.asarray(theta, dtype=float)
+        idx = np.asarray(idx)
+        self.n_grad_evals += idx.shape[0] * idx.shape[1] / self.n_data
+        grad = self._prior(theta)[1]
+        self._likelihood(theta, idx, self.n_data / idx.shape[1], grad)
+        return grad
+
+    def minibatch_grad(self, theta, indices) -> np.ndarray:
+        theta = np.atleast_2d(np.asarray(theta, dtype=float))
+        indices = np.asarray(indices)
+        return self.minibatch_grads(theta, np.broadcast_to(indices, (theta.shape[0], len(indices))))
+
+    def predict(self, theta, users, items) -> np.ndarray:
+        """Predicted (centred) ratings U_u . V_i, (c, len(users))."""
+        U, V = self.unpack(np.atleast_2d(theta))[:2]
+        return np.einsum("cnd,cnd->cn", U[:, users], V[:, items])
+
+
+def lbfgs_mode(target, x0, max_iter: int = 1000) -> np.ndarray:
+    """The posterior mode by L-BFGS on -log pi from x0 (d,) (a dense BFGS does not fit in memory
+    for tens of thousands of parameters); returns the last iterate if max_iter is reached."""
+    x0 = np.asarray(x0, dtype=float)
+    if x0.shape != (target.dim,) or not np.all(np.isfinite(x0)):
+        raise ValueError(f"x0 must be a finite array of shape ({target.dim},), got {x0.shape}")
+    max_iter = require_int(max_iter, "max_iter", minimum=1)
+
+    def objective(w):
+        logp, grad = target.logp_and_grad(w[None])
+        return -float(logp[0]), -grad[0]
+
+    return optimize.minimize(objective, x0, jac=True, method="L-BFGS-B",
+                             options={"maxiter": max_iter, "maxcor": 20, "gtol": 1e-8}).x
+
+
+def _softmax(z):
+    z = z - z.max(axis=-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+class BayesNN(Target):
+    """One hidden layer, softmax activations (eq-mamba-nn), N(0, prior_var) on every weight;
+    backpropagation written out (eq-mamba-nn-grad). theta = [B (p x H), b (H), A (H x K), a (K)]."""
+
+    def __init__(self, X, y, n_hidden: int = 100, n_classes: int = 10, prior_var: float = 1.0,
+                 name: str = "Bayesian neural network"):
+        X = np.asarray(X, dtype=float)
+        y = np.asarray(y)
+        if X.ndim != 2 or y.shape != (X.shape[0],) or X.shape[0] == 0 or not np.all(np.isfinite(X)):
+            raise ValueError(f"X must be a finite (n, p) array and y (n,), got {X.shape} and {y.shape}")
+        self.H = require_int(n_hidden, "n_hidden", minimum=1)
+        self.K = require_int(n_classes, "n_classes", minimum=2)
+        if not np.all((y >= 0) & (y < self.K) & (y == np.round(y))):
+            raise ValueError(f"y must hold integer labels in [0, {self.K})")
+        self.prior_var = float(require_positive(prior_var, "prior_var"))
+        self.X, self.y = X, y.astype(np.int64)
+        self.n_data, self.p = X.shape
+        super().__init__(self.p * self.H + self.H + self.H * self.K + self.K)
+        self.name = name
+
+    def unpack(self, theta):
+        """Views B (c, p, H), b (c, H), A (c, H, K), a (c, K)."""
+        c, p, H, K = theta.shape[0], self.p, self.H, self.K
+        return (theta[:, :p * H].reshape(c, p, H), theta[:, p * H:p * H + H],
+                theta[:, p * H + H:p * H + H + H * K].reshape(c, H, K), theta[:, -K:])
+
+    def forward(self, theta, X):
+        """Hidden activations (c, n, H) and class log-probabilities (c, n, K); X (n, p) or (c, n, p)."""
+        B, b, A, a = self.unpack(np.atleast_2d(theta))
+        hidden = _softmax(X @ B + b[:, None, :])
+        logits = hidden @ A + a[:, None, :]
+        logits = logits - logits.max(axis=-1, keepdims=True)
+        return hidden, logits - np.log(np.sum(np.exp(logits), axis=-1, keepdims=True))
+
+    def predict_proba(self, theta, X) -> np.ndarray:
+        """Class probabilities (c, n, K) of each chain's weights."""
+        return np.exp(self.forward(theta, X)[1])
+
+    def _loglik_grad(self, theta, Xb, yb, scale: float, want_logp: bool = False):
+        """scale x (log-likelihood (c,) or None, its gradient (c, dim)); Xb (n, p) or (c, n, p)."""
+        A = self.unpack(theta)[2]
+        hidden, logprob = self.forward(theta, Xb)
+        c, n, K = logprob.shape
+        yb = np.broadcast_to(yb, (c, n))
+        onehot = np.zeros((c, n, K))
+        np.put_along_axis(onehot, yb[..., None], 1.0, axis=-1)
+        delta2 = scale * (onehot - np.exp(logprob))                             # d loglik / d logits
+        g_hidden = delta2 @ np.swapaxes(A, 1, 2)
+        delta1 = hidden * (g_hidden - np.sum(g_hidden * hidden, axis=-1, keepdims=True))   # softmax Jacobian
+        gB = (Xb.T @ delta1) if Xb.ndim == 2 else np.swapaxes(Xb, 1, 2) @ delta1
+        grad = np.concatenate([gB.reshape(c, -1), delta1.sum(axis=1),
+                               (np.swapaxes(hidden, 1, 2) @ delta2).reshape(c, -1), delta2.sum(axis=1)], axis=1)
+        logp = scale * np.take_along_axis(logprob, yb[..., None], axis=-1).sum(axis=(1, 2)) if want_logp else None
+        return logp, grad
+
+    def _full(self, theta, want_logp: bool):
+        parts = [self._loglik_grad(theta[s:s + 8], self.X, self.y, 1.0, want_logp)
+                 for s in range(0, theta.shape[0], 8)]
+        grad = np.concatenate([g for _, g in parts]) - theta / self.prior_var
+        if not want_logp:
+            return None, grad
+        return np.concatenate([l for l, _ in parts]) - 0.5 * np.sum(theta**2, axis=1) / self.prior_var, grad
+
+    def _logp(self, theta):
+        return self._full(theta, True)[0]
+
+    def _grad(self, theta):
+        return self._full(theta, False)[1]
+
+    def _logp_and_grad(self, theta):
+        return self._full(theta, True)
+
+    def minibatch_grads(self, theta, idx) -> np.ndarray:
+        """(N/n) x the log-likelihood gradient of each chain's minibatch idx (c, n), plus the prior's."""
+        theta = np.asarray(theta, dtype=float)
+        idx = np.asarray(idx)
+        self.n_grad_evals += idx.shape[0] * idx.shape[1] / self.n_data
+        grad = self._loglik_grad(theta, self.X[idx], self.y[idx], self.n_data / idx.shape[1])[1]
+        return grad - theta / self.prior_var
+
+    def minibatch_grad(self, theta, indices) -> np.ndarray:
+        theta = np.atleast_2d(np.asarray(theta, dtype=float))
+        indices = np.asarray(indices)
+        return self.minibatch_grads(theta, np.broadcast_to(indices, (theta.shape[0], len(indices))))
+
+
+def calibration_errors(prob, labels, n_bins: int = 10) -> tuple:
+    """(ECE, MCE) of eq. (eq-mamba-ece): prob (n, K) predictive probabilities, labels (n,);
+    n_bins bins of equal width over [0, 1], the last one closed."""
+    prob = np.asarray(prob, dtype=float)
+    labels = np.asarray(labels)
+    n_bins = require_int(n_bins, "n_bins", minimum=1)
+    if prob.ndim != 2 or labels.shape != (prob.shape[0],) or not np.all(np.isfinite(prob)):
+        raise ValueError(f"prob must be a finite (n, K) array and labels (n,), got {prob.shape} and {labels.shape}")
+    conf = prob.max(axis=1)
+    correct = (prob.argmax(axis=1) == labels).astype(float)
+    bins = np.clip((conf * n_bins).astype(int), 0, n_bins - 1)
+    count = np.bincount(bins, minlength=n_bins)
+    gap = np.abs(np.bincount(bins, weights=correct, minlength=n_bins)
+                 - np.bincount(bins, weights=conf, minlength=n_bins))       # |B_j| |acc_j - conf_j|
+    filled = count > 0
+    return float(gap.sum() / len(conf)), float(np.max(gap[filled] / count[filled]))

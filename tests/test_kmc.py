@@ -1,0 +1,370 @@
+"""Kernel HMC (book/kmc.md): the lite and finite score-matching estimators against brute force, the
+fitted gradient against a Gaussian's score, the online Cholesky updates against a batch fit,
+exactness of KMC and KAMH with adaptation stopped, recycling of pseudo-marginal estimates (a planted
+re-estimation is caught), the GP importance-sampling estimator, the ABC simulator, bad input."""
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import autograd
+import autograd.numpy as anp
+import numpy as np
+import pytest
+from scipy import stats
+
+from mcmc_lib import targets as T
+from mcmc_lib.harness import run
+from mcmc_lib.methods import kmc as K
+
+from moments import assert_moments_match
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# --------------------------------------------------------------------------------------------
+# estimators against brute-force score matching
+# --------------------------------------------------------------------------------------------
+def brute_force_J(f, X):
+    """(1/N) sum_i sum_l [d^2_l f(x_i) + (d_l f(x_i))^2 / 2] by autograd, point by point."""
+    grad, hess = autograd.grad(f), autograd.hessian(f)
+    total = 0.0
+    for x in X:
+        g, H = grad(x), hess(x)
+        total += np.sum(np.diag(H)) + 0.5 * np.sum(g**2)
+    return total / len(X)
+
+
+def lite_function(Z, alpha, sigma):
+    return lambda x: anp.sum(alpha * anp.exp(-anp.sum((Z - x) ** 2, axis=1) / sigma))
+
+
+def test_lite_objective_matches_brute_force_score_matching():
+    rng = np.random.default_rng(1)
+    Z, X = rng.normal(size=(5, 2)), rng.normal(size=(4, 2))
+    sigma = 1.3
+    for _ in range(3):
+        alpha = rng.normal(size=5)
+        b, C = K.lite_b_C(Z, X, sigma)
+        assert K.lite_objective(alpha, b, C, sigma, len(X)) == pytest.approx(
+            brute_force_J(lite_function(Z, alpha, sigma), X), rel=1e-10)
+
+
+@pytest.mark.parametrize("regulariser", ["code", "paper"])
+def test_lite_solution_minimises_the_regularised_objective(regulariser):
+    rng = np.random.default_rng(2)
+    Z = rng.normal(size=(6, 2))
+    sigma, lam = 0.9, 0.05
+    alpha = K.fit_lite(Z, sigma, lam, regulariser)
+    R = np.eye(6) if regulariser == "paper" else K.gaussian_kernel(Z, Z, sigma) + np.eye(6)
+
+    def penalised(a):  # brute-force J on the basis points plus the ridge (2 lam / (n sigma^2)) a^T R a
+        return brute_force_J(lite_function(Z, a, sigma), Z) + 2 * lam / (6 * sigma**2) * a @ R @ a
+
+    gradient = np.array([(penalised(alpha + 1e-5 * e) - penalised(alpha - 1e-5 * e)) / 2e-5 for e in np.eye(6)])
+    assert np.max(np.abs(gradient)) < 1e-6
+    for _ in range(3):   # and it is a minimum
+        assert penalised(alpha + 0.01 * rng.normal(size=6)) > penalised(alpha)
+
+
+def test_finite_objective_and_solution_match_brute_force():
+    rng = np.random.default_rng(3)
+    feats = K.RandomFeatures.gaussian(rng, 2, 7, sigma=1.5)
+    X = rng.normal(size=(5, 2))
+    b, C = K.finite_b_C(feats, X)
+    omega, u, m = feats.omega, feats.phases, feats.m
+
+    def f_of(theta):
+        return lambda x: anp.sum(theta * anp.sqrt(2.0 / m) * anp.cos(anp.dot(x, omega) + u))
+
+    theta = rng.normal(size=7)
+    assert K.finite_objective(theta, b, C) == pytest.approx(brute_force_J(f_of(theta), X), rel=1e-10)
+    lam = 0.1
+    theta_hat = K.fit_finite(feats, X, lam)
+
+    def penalised(t):
+        return brute_force_J(f_of(t), X) + 0.5 * lam * t @ t
+
+    gradient = np.array([(penalised(theta_hat + 1e-5 * e) - penalised(theta_hat - 1e-5 * e)) / 2e-5 for e in np.eye(7)])
+    assert np.max(np.abs(gradient)) < 1e-6
+
+
+def test_gradients_match_autograd_and_random_features_approximate_the_kernel():
+    rng = np.random.default_rng(4)
+    Z, x = rng.normal(size=(8, 3)), rng.normal(size=(4, 3))
+    alpha, sigma = rng.normal(size=8), 2.0
+    g = autograd.elementwise_grad(lambda y: anp.sum(
+        anp.exp(-anp.sum((y[:, None, :] - Z[None]) ** 2, axis=2) / sigma) * alpha, axis=1))(x)
+    np.testing.assert_allclose(K.lite_grad(x, Z, alpha, sigma), g, rtol=1e-10, atol=1e-12)
+    feats = K.RandomFeatures.gaussian(rng, 3, 20, sigma)
+    theta = rng.normal(size=20)
+    fd = np.stack([(feats.phi(x + 1e-6 * e) @ theta - feats.phi(x - 1e-6 * e) @ theta) / 2e-6 for e in np.eye(3)], 1)
+    np.testing.assert_allclose(K.finite_grad(x, feats, theta), fd, rtol=1e-6, atol=1e-8)
+    # the frequency scale (eq-kmc-frequency-scale): phi(x).phi(y) -> exp(-|x - y|^2 / sigma)
+    big = K.RandomFeatures.gaussian(np.random.default_rng(5), 3, 200_000, sigma)
+    a, c = np.zeros((1, 3)), np.full((1, 3), 0.6)
+    assert (big.phi(a) @ big.phi(c).T).item() == pytest.approx(np.exp(-3 * 0.36 / sigma), abs=0.01)
+    # the surrogate classes compute the same gradients, batched over chains
+    lite = K.LiteSurrogate(1, 3, 8, sigma, 0.1)
+    lite.Z[0], lite.alpha[0] = Z, alpha
+    np.testing.assert_allclose(lite.grad(x[:1]), K.lite_grad(x[:1], Z, alpha, sigma), rtol=1e-12)
+    fin = K.FiniteSurrogate([feats], 0.1)
+    fin.theta[0] = theta
+    np.testing.assert_allclose(fin.grad(x[:1]), K.finite_grad(x[:1], feats, theta), rtol=1e-12)
+
+
+def test_fitted_gradients_recover_a_gaussian_score():
+    rng = np.random.default_rng(6)
+    cov = np.array([[1.0, 0.6], [0.6, 2.0]])
+    target = T.Gaussian(cov)
+    X = target.sample(rng, 600)
+    inner = X[target.mahalanobis_sq(X) < 2.0][:50]           # points in the bulk
+    true = target.grad_logp(inner)
+    sigma = 2 * K.median_sq_distance(X[:300])
+    g_lite = K.lite_grad(inner, X[:300], K.fit_lite(X[:300], sigma, 1e-3), sigma)
+    feats = K.RandomFeatures.gaussian(rng, 2, 300, sigma)
+    g_fin = K.finite_grad(inner, feats, K.fit_finite(feats, X, 1e-3))
+    for g in (g_lite, g_fin):
+        rel = np.linalg.norm(g - true, axis=1) / np.linalg.norm(true, axis=1).clip(0.5)
+        assert np.median(rel) < 0.25, np.median(rel)
+        cosine = np.sum(g * true, axis=1) / np.linalg.norm(g, axis=1) / np.linalg.norm(true, axis=1)
+        assert np.median(cosine) > 0.95
+
+
+def test_cv_objective_tracks_the_held_out_score_error():
+    """The held-out score-matching objective is (1/2) E|grad f - grad log pi|^2 minus a constant
+    (1 for the 2-d standard normal): CV chooses a fit whose gradient error on new points is small."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(150, 2))
+    Z, Y = X[:120], X[120:]
+    held_out = {}
+    for sigma, lam in [(0.5, 1e-2), (5.0, 1.0), (20.0, 1.0)]:
+        alpha = K.fit_lite(Z, sigma, lam)
+        held_out[sigma] = K.lite_objective(alpha, *K.lite_b_C(Z, Y, sigma), sigma, len(Y))
+        error = np.mean(np.sum((K.lite_grad(Y, Z, alpha, sigma) + Y) ** 2, axis=1))
+        if sigma > 1:      # (the identity holds in expectation; an overfitted f is too noisy for 30 points)
+            assert held_out[sigma] == pytest.approx(0.5 * error - 1.0, abs=0.35)
+    assert held_out[0.5] > held_out[5.0] + 1 and held_out[0.5] > held_out[20.0] + 1
+    objective = lambda s, l: K.cv_objective_lite(X, s, l, np.random.default_rng(0))  # noqa: E731
+    sigma, lam, best = K.select_sigma_lambda(objective, np.linspace(-1, 4, 4), np.log([1e-2, 1.0, 10.0]),
+                                             n_nelder_mead=5)
+    assert best <= objective(0.5, 1e-2) and best < -0.7
+    new = rng.normal(size=(500, 2))
+    error = np.mean(np.sum((K.lite_grad(new, X, K.fit_lite(X, sigma, lam), sigma) + new) ** 2, axis=1))
+    assert error < 0.6      # against 2.0 for a zero gradient
+
+
+# --------------------------------------------------------------------------------------------
+# online rank-d updates
+# --------------------------------------------------------------------------------------------
+def test_cholesky_rank_one_update():
+    rng = np.random.default_rng(8)
+    A = rng.normal(size=(6, 6))
+    A = A @ A.T + np.eye(6)
+    v = rng.normal(size=6)
+    L = K.cholesky_rank_one_update(np.linalg.cholesky(A), v.copy())
+    np.testing.assert_allclose(L, np.linalg.cholesky(A + np.outer(v, v)), atol=1e-12)
+
+
+def test_online_finite_estimator_equals_batch_fit():
+    rng = np.random.default_rng(9)
+    feats = K.RandomFeatures.gaussian(rng, 3, 12, 2.0)
+    X = rng.normal(size=(9, 3))
+    lam = 0.3
+    est = K.OnlineFiniteEstimator(feats, lam)
+    for x in X:
+        est.update(x)
+    n = len(X)
+    b_all, _ = K.finite_b_C(feats, X)
+    _, C_rest = K.finite_b_C(feats, X[1:])
+    system, b = est.system()
+    np.testing.assert_allclose(system, (lam * np.eye(12) + (n - 1) * C_rest) / n, atol=1e-12)
+    np.testing.assert_allclose(b, b_all, atol=1e-12)
+    np.testing.assert_allclose(est.theta, np.linalg.solve(system, b_all), rtol=1e-9)
+
+
+# --------------------------------------------------------------------------------------------
+# exactness (adaptation stopped)
+# --------------------------------------------------------------------------------------------
+def gaussian_and_fitted_lite(n_chains, seed=10):
+    rng = np.random.default_rng(seed)
+    target = T.Gaussian(np.array([[1.0, 0.5], [0.5, 1.5]]))
+    data = target.sample(rng, 40)      # a poor surrogate (40 points) must not matter for exactness
+    surrogate = K.LiteSurrogate(n_chains, 2, 40, 2.0, 0.1)
+    for c in range(n_chains):
+        surrogate.set_basis(c, data)
+    return target, surrogate, rng
+
+
+@pytest.mark.parametrize("kind", ["lite", "hmc"])
+def test_kmc_is_exact_on_a_gaussian(kind):
+    target, surrogate, rng = gaussian_and_fitted_lite(8)
+    if kind == "hmc":
+        surrogate = K.TrueGradient(target)
+    sampler = K.KMC(target, surrogate, (0.2, 0.5), (3, 12), adapt_rng=np.random.default_rng(1))
+    result = run(sampler, target.sample(rng, 8), n_warmup=0, n_samples=2500, rng=rng)
+    assert 0.3 < result.accept_rate.mean() < 1.0
+    assert_moments_match(result.samples, target.mean, target.cov)
+
+
+def test_kamh_with_hastings_correction_is_exact():
+    rng = np.random.default_rng(11)
+    target = T.TwistedGaussian(2, 0.1, 4.0)
+    basis = target.sample(rng, 100)
+    sampler = K.KAMH(target, gamma2=0.2, nu2=1.0, n_basis=100, basis=basis, adapt_rng=np.random.default_rng(2))
+    result = run(sampler, target.sample(rng, 8), n_warmup=0, n_samples=4000, rng=rng)
+    assert_moments_match(result.samples, target.mean, target.cov)
+
+
+def test_adaptive_kmc_learns_and_keeps_running():
+    rng = np.random.default_rng(12)
+    target = T.Gaussian(np.array([1.0, 4.0]))
+    surrogate = K.LiteSurrogate(2, 2, 60, 1.0, 0.1, min_history=20,
+                                learn_grid=(np.array([0.0, 1.5]), np.log([1e-2])))
+    sampler = K.KMC(target, surrogate, (0.1, 0.3), (2, 8), adapt_rng=np.random.default_rng(3),
+                    adapt_step_size=True, learn_at=(40,))
+    out = K.run_chains(sampler, np.zeros((2, 2)), 120, rng)
+    assert np.all(surrogate.n_fits >= 1) and np.all(np.isfinite(out["samples"]))
+    assert sampler.log_range.shape == (2, 2) and not np.allclose(sampler.log_range, sampler.initial_log_range)
+
+
+# --------------------------------------------------------------------------------------------
+# pseudo-marginal: the current estimate is recycled
+# --------------------------------------------------------------------------------------------
+class NoisyGaussian(T.Target):
+    """N(0, I) in 2-d observed through an unbiased estimate pi(x) W, log W ~ N(-s^2/2, s^2), with
+    noise that grows away from the mode, s(x) = 0.3 + |x_1|."""
+
+    def __init__(self, rng):
+        super().__init__(2)
+        self.rng = rng
+
+    def _logp(self, x):
+        s = 0.3 + np.abs(x[:, 0])
+        return -0.5 * np.sum(x**2, axis=1) + s * self.rng.standard_normal(len(x)) - 0.5 * s**2
+
+
+def pseudo_marginal_samples(monkeypatch=None):
+    rng = np.random.default_rng(13)
+    target = NoisyGaussian(np.random.default_rng(14))
+    data = rng.standard_normal((200, 2))
+    surrogate = K.LiteSurrogate(16, 2, 200, 2.0, 0.1)
+    for c in range(16):
+        surrogate.set_basis(c, data)
+    sampler = K.KMC(target, surrogate, (0.2, 0.4), (2, 6), adapt_rng=np.random.default_rng(4))
+    if monkeypatch is not None:   # the planted bug: re-estimate pi(x_t) at every iteration (MCWM)
+        monkeypatch.setattr(sampler, "_current_logp", lambda state: target.logp(state.x))
+    result = run(sampler, 0.3 * rng.standard_normal((16, 2)), n_warmup=200, n_samples=3000, rng=rng)
+    return result.samples
+
+
+def test_pseudo_marginal_kmc_recycles_and_is_exact():
+    assert_moments_match(pseudo_marginal_samples(), np.zeros(2), np.eye(2))
+
+
+def test_planted_re_estimation_is_caught(monkeypatch):
+    with pytest.raises(AssertionError):
+        assert_moments_match(pseudo_marginal_samples(monkeypatch), np.zeros(2), np.eye(2))
+
+
+def test_planted_kinetic_sign_bug_is_caught(tmp_path):
+    """Flip the kinetic-energy sign in a copy of the generated module: the exactness test must fail."""
+    shutil.copytree(ROOT / "mcmc_lib", tmp_path / "mcmc_lib")
+    (tmp_path / "tests").mkdir()
+    for helper in ("test_kmc.py", "moments.py"):
+        shutil.copy(ROOT / "tests" / helper, tmp_path / "tests" / helper)
+    module = tmp_path / "mcmc_lib" / "methods" / "kmc.py"
+    source = module.read_text()
+    original = "- 0.5 * np.sum(p**2, axis=1) + 0.5 * np.sum(p0**2, axis=1))"
+    assert original in source
+    module.write_text(source.replace(original, "+ 0.5 * np.sum(p**2, axis=1) - 0.5 * np.sum(p0**2, axis=1))"))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+                           "tests/test_kmc.py", "-k", "exact_on_a_gaussian and lite"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout[-2000:]
+
+
+# --------------------------------------------------------------------------------------------
+# the pseudo-marginal targets
+# --------------------------------------------------------------------------------------------
+def test_gp_importance_estimate_is_unbiased_on_a_tiny_problem():
+    X = np.array([[0.0], [0.7]])
+    y = np.array([1.0, -1.0])
+    target = K.GPClassificationPosterior(X, y, np.random.default_rng(15), n_importance=5, jitter=1e-3)
+    theta = np.array([0.3])
+    Kmat = target.kernel(theta)
+    # brute force: p(y | theta) = E_{f ~ N(0, K)} prod sigmoid(y f), by 2-d Gauss-Hermite quadrature
+    nodes, weights = np.polynomial.hermite_e.hermegauss(80)
+    L = np.linalg.cholesky(Kmat)
+    F = np.stack(np.meshgrid(nodes, nodes, indexing="ij"), -1).reshape(-1, 2) @ L.T
+    W = np.outer(weights, weights).ravel() / (2 * np.pi)
+    exact = np.sum(W * np.prod(1 / (1 + np.exp(-y * F)), axis=1))
+    rng = np.random.default_rng(16)
+    est = np.exp([target.log_marginal_estimate(theta, rng) for _ in range(4000)])
+    assert abs(est.mean() - exact) < 4 * est.std() / np.sqrt(len(est))
+    assert est.std() > 0          # it is an estimate, not the exact value
+
+
+def test_skew_normal_simulator_moments():
+    model = K.SkewNormalABC(np.zeros(3), np.random.default_rng(17), alpha=np.array([2.0, -1.0, 0.5]), n_obs=1)
+    theta = np.array([[1.0, 2.0, 3.0]])
+    s = model.summaries(theta, model.draw_noise(np.random.default_rng(18), (1, 200_000)))[0]
+    delta = model.delta
+    mean = theta[0] + np.sqrt(2 / np.pi) * delta
+    cov = np.eye(3) - 2 / np.pi * np.outer(delta, delta)
+    np.testing.assert_allclose(s.mean(axis=0), mean, atol=0.01)
+    np.testing.assert_allclose(np.cov(s.T), cov, atol=0.015)
+    # the first coordinate's density 2 phi(z) Phi(alpha_1* z), alpha_1* = delta_1 / sqrt(1 - delta_1^2)
+    a1 = delta[0] / np.sqrt(1 - delta[0] ** 2)
+    assert stats.kstest(s[:, 0] - 1.0, stats.skewnorm(a1).cdf).pvalue > 1e-4
+
+
+def test_abc_likelihood_estimate_and_habc_run():
+    model = K.SkewNormalABC(np.full(2, 1.0), np.random.default_rng(19), alpha=np.full(2, 3.0))
+    logp = model.logp(np.array([[1.0, 1.0], [30.0, 30.0]]))
+    assert np.isfinite(logp[0]) and logp[1] < logp[0] - 1000     # log-sum-exp: no underflow to -inf
+    habc = K.HABC(model, (0.01, 0.1), 5)
+    before = model.n_simulations
+    out = K.run_chains(habc, np.zeros((3, 2)), 4, np.random.default_rng(20), adapt=False)
+    assert np.all(np.isfinite(out["samples"]))
+    # init estimates the 3 starting points once (10 simulations each); then 2 (L + 1) S per proposal
+    assert model.n_simulations - before == 3 * 10 + 4 * 3 * 2 * (5 + 1) * 10
+
+
+# --------------------------------------------------------------------------------------------
+# bad input and non-finite densities
+# --------------------------------------------------------------------------------------------
+def test_bad_arguments_are_refused():
+    rng = np.random.default_rng(21)
+    Z = rng.normal(size=(5, 2))
+    with pytest.raises(ValueError, match="sigma"):
+        K.fit_lite(Z, -1.0, 0.1)
+    with pytest.raises(ValueError, match="lam"):
+        K.fit_lite(Z, 1.0, 0.0)
+    with pytest.raises(ValueError, match="regulariser"):
+        K.fit_lite(Z, 1.0, 0.1, regulariser="ridge")
+    with pytest.raises(ValueError, match="Z"):
+        K.fit_lite(np.array([1.0, np.nan]).reshape(1, 2), 1.0, 0.1)
+    target = T.Gaussian(np.eye(2))
+    with pytest.raises(ValueError, match="step_size_range"):
+        K.KMC(target, K.TrueGradient(target), (0.5, 0.1), (1, 5))
+    with pytest.raises(ValueError, match="n_steps_range"):
+        K.KMC(target, K.TrueGradient(target), (0.1, 0.5), (5, 1))
+    with pytest.raises(ValueError, match="y"):
+        K.GPClassificationPosterior(Z, np.array([0, 1, 1, 0, 1.0]), rng)
+    with pytest.raises(ValueError, match="x"):
+        K.OnlineFiniteEstimator(K.RandomFeatures.gaussian(rng, 2, 3, 1.0), 0.1).update(np.ones(3))
+
+
+def test_non_finite_densities_are_rejections():
+    class HalfPlane(T.Target):
+        def _logp(self, x):
+            return np.where(x[:, 0] > 0, -0.5 * np.sum(x**2, axis=1), np.nan)
+
+    rng = np.random.default_rng(22)
+    target = HalfPlane(2)
+    surrogate = K.LiteSurrogate(4, 2, 30, 1.0, 0.1)   # unfitted: zero gradient, a random walk
+    sampler = K.KMC(target, surrogate, (0.3, 0.6), (1, 3))
+    result = run(sampler, np.full((4, 2), 0.5), n_warmup=0, n_samples=500, rng=rng)
+    assert np.all(result.samples[..., 0] > 0) and np.all(np.isfinite(result.logp))
+    assert result.n_nonfinite.sum() > 0

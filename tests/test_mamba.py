@@ -1,0 +1,378 @@
+"""Tests of the MAMBA chapter's method (mcmc_lib.methods.mamba, generated from book/mamba.md).
+
+Successive halving against synthetic arms with known rewards; minibatches without replacement;
+unbiased gradient estimators; the SG samplers' variance bias shrinking with the step size on a
+conjugate Gaussian model; a diverging arm pruned; the PMF and network gradients against autograd;
+ECE/MCE by hand; bad arguments; planted bugs caught.
+"""
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import autograd
+import autograd.numpy as anp
+import numpy as np
+import pytest
+
+from mcmc_lib import targets
+from mcmc_lib.methods import mamba as mb
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# ---------------------------------------------------------------------------------------------
+# Successive halving
+# ---------------------------------------------------------------------------------------------
+def test_n_rounds_integer_arithmetic():
+    assert mb.n_rounds(243, 3) == 5          # int(log(243)/log(3)) would give 4
+    assert mb.n_rounds(56, 3) == 3
+    assert mb.n_rounds(112, 3) == 4
+    assert mb.n_rounds(2, 3) == 1
+    assert mb.n_rounds(8, 2) == 3
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_successive_halving_finds_best_arm(seed):
+    rng = np.random.default_rng([7, seed])
+    n_arms = 27
+    means = rng.permutation(np.linspace(1.0, 3.6, n_arms))   # gap 0.1 between neighbours
+    best = int(np.argmin(means))
+
+    def pull(arms, budget, round_):
+        # a metric whose noise shrinks like 1/sqrt(budget), as a Monte Carlo estimate's does
+        return means[arms] + 0.1 / np.sqrt(budget) * rng.standard_normal(len(arms))
+
+    result = mb.successive_halving(n_arms, pull, budget=26.0, eta=3)
+    assert result.best == best
+    assert [len(r["arms"]) for r in result.rounds] == [27, 9, 3]
+    budgets = [r["budget"] for r in result.rounds]
+    assert np.allclose(budgets, [2.0, 6.0, 18.0])             # r0 = 26 / 13, r_i = 3^i r0
+    assert np.isclose(sum(budgets), 26.0)                     # a surviving arm runs for R
+
+
+def test_successive_halving_nonfinite_metric_ranks_last():
+    def pull(arms, budget, round_):
+        return np.where(arms == 0, np.nan, arms.astype(float))   # arm 0 "diverged"
+    result = mb.successive_halving(9, pull, budget=4.0, eta=3)
+    assert result.best == 1
+    assert 0 not in result.rounds[1]["arms"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Minibatches and gradient estimators
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("n_data,batch_size", [(50, 3), (50, 20), (10_000, 30), (200, 200)])
+def test_minibatches_without_replacement_and_uniform(n_data, batch_size):
+    rng = np.random.default_rng(3)
+    idx = np.concatenate([mb.minibatch_indices(rng, n_data, batch_size, 400) for _ in range(25)])
+    assert idx.shape == (10_000, batch_size)
+    assert np.all((idx >= 0) & (idx < n_data))
+    srt = np.sort(idx, axis=1)
+    assert not np.any(srt[:, 1:] == srt[:, :-1]), "a minibatch holds a repeated index"
+    if n_data <= 200:
+        counts = np.bincount(idx.ravel(), minlength=n_data)
+        expected = idx.size / n_data
+        sd = np.sqrt(expected * (1 - batch_size / n_data))
+        assert np.max(np.abs(counts - expected)) < 5 * sd + 1e-9
+
+
+def _small_logistic(n=300, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    t = (rng.uniform(size=n) < 1 / (1 + np.exp(-X @ np.array([1.0, -0.5, 0.3])[:d]))).astype(float)
+    return targets.LogisticRegression(X, t, prior_var=10.0)
+
+
+@pytest.mark.parametrize("cv", [False, True])
+def test_gradient_estimators_unbiased(cv):
+    target = _small_logistic()
+    w = np.array([0.7, -0.2, 0.4])
+    centre = np.array([0.9, -0.4, 0.2]) if cv else None
+    est = mb.GradientEstimator(target, 15, centre)
+    g = est(np.random.default_rng(1), np.tile(w, (40_000, 1)))
+    exact = target.grad_logp(w[None])[0]
+    se = g.std(axis=0) / np.sqrt(len(g))
+    assert np.all(np.abs(g.mean(axis=0) - exact) < 5 * se + 1e-12)
+    assert np.isclose(est.cost, (2 if cv else 1) * 15 / 300)
+    full = mb.GradientEstimator(target, 300, centre)
+    assert np.allclose(full(np.random.default_rng(2), w[None])[0], exact) and full.cost == 1.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Samplers on a conjugate Gaussian model: y_i ~ N(theta, I), theta ~ N(0, 10 I)
+# ---------------------------------------------------------------------------------------------
+class GaussianMean(targets.Target):
+    """Posterior N(sum y / (N + 0.1), I / (N + 0.1)); minibatch gradients vectorised over chains."""
+
+    def __init__(self, y):
+        super().__init__(y.shape[1])
+        self.y, self.n_data = y, y.shape[0]
+        self.precision = self.n_data + 0.1
+        self.mean = y.sum(axis=0) / self.precision
+
+    def _logp(self, x):
+        return -0.5 * np.sum((self.y[None] - x[:, None]) ** 2, axis=(1, 2)) - 0.05 * np.sum(x**2, axis=1)
+
+    def _grad(self, x):
+        return self.y.sum(axis=0)[None] - self.n_data * x - 0.1 * x
+
+    def minibatch_grad(self, w, indices):
+        return self.minibatch_grads(np.atleast_2d(w), np.asarray(indices)[None])
+
+    def minibatch_grads(self, w, idx):
+        self.n_grad_evals += w.shape[0] * idx.shape[1] / self.n_data
+        ysum = self.y[idx].sum(axis=1)                               # (c, d)
+        return (self.n_data / idx.shape[1]) * (ysum - idx.shape[1] * w) - 0.1 * w
+
+
+def _variance_ratio(sampler_name, c, seed, n_leapfrog=5, steps_per_c=60):
+    """Sample variance / posterior variance (worst coordinate) with h = c / posterior precision.
+    The data are tightly clustered (spread 0.1), so the minibatch noise is small and the bias is
+    mostly the discretisation's; minibatches of 10 out of 500 use the vectorised draw."""
+    rng = np.random.default_rng(seed)
+    target = GaussianMean(1.0 + 0.1 * rng.standard_normal((500, 2)))
+    sampler = mb.SGMCMC(target, sampler_name, c / target.precision, 10, n_leapfrog=n_leapfrog,
+                        centre=target.mean)
+    state = sampler.init(np.tile(target.mean, (200, 1)), rng)
+    n_steps = int(steps_per_c / c)
+    run = mb.run_sgmcmc(sampler, state, rng, n_steps * sampler.cost_per_step)
+    draws = run.samples[n_steps // 5:]                                # drop the first 20%
+    if not np.all(np.isfinite(draws)):
+        return np.inf
+    ratio = draws.reshape(-1, 2).var(axis=0) * target.precision
+    return float(ratio[np.argmax(np.abs(ratio - 1))])
+
+
+@pytest.mark.parametrize("sampler_name", ["sgld", "sgld-cv", "sgnht", "sgnht-cv"])
+def test_sampler_variance_bias_shrinks_with_step_size(sampler_name):
+    big = abs(_variance_ratio(sampler_name, 0.3, 11) - 1)
+    small = abs(_variance_ratio(sampler_name, 0.03, 12) - 1)
+    assert small < 0.1, f"{sampler_name}: relative variance error {small:.3f} at the small step"
+    assert small < 0.6 * big, f"{sampler_name}: bias {big:.3f} -> {small:.3f} does not shrink"
+
+
+@pytest.mark.parametrize("sampler_name", ["sghmc", "sghmc-cv"])
+def test_sghmc_variance_bias_tends_to_one_over_L_minus_1(sampler_name):
+    """With a fresh velocity for every stored sample and the position moved before the first kick,
+    L steps give a drift of L(L-1)/2 h g against a noise of variance L^2 h: as h -> 0 the chain is a
+    Langevin walk with temperature L/(L-1), so the variance is inflated by 1/(L-1), not by O(h)."""
+    n_leapfrog = 4
+    ratio = _variance_ratio(sampler_name, 0.01, 13, n_leapfrog, steps_per_c=20)
+    assert abs(ratio - (1 + 1 / (n_leapfrog - 1))) < 0.08, f"L={n_leapfrog}: ratio {ratio:.3f}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Divergence and MAMBA end to end
+# ---------------------------------------------------------------------------------------------
+def test_diverging_arm_is_pruned_without_warnings():
+    target = _small_logistic(n=400)
+    mode = np.zeros(3)
+    configs = [mb.SGConfig("sgld", h, 40) for h in (1e8, 1e-3, 1e-4, 1e-5)]   # h = 1e8 overflows
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = mb.mamba(target, configs, mode, 20.0, np.random.default_rng(5), metric="ksd", eta=2)
+    first = [row for row in result.log if row["round"] == 0]
+    assert first[0]["diverged"] and first[0]["metric"] == np.inf
+    assert result.best != configs[0]
+    assert 0 not in result.halving.rounds[1]["arms"]
+
+
+def test_mamba_with_fssd_and_seconds_budget_runs():
+    target = _small_logistic(n=400)
+    configs = mb.make_grid("sgld-cv", [-2, -3, -4], [40, 400])
+    result = mb.mamba(target, configs, np.zeros(3), 0.05, np.random.default_rng(6), metric="fssd",
+                      centre=np.zeros(3), budget_kind="seconds")
+    assert result.best in configs and len(result.halving.rounds) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# PMF and the Bayesian network: hand-derived gradients against autograd; calibration errors
+# ---------------------------------------------------------------------------------------------
+def _small_pmf(seed=0, n_users=5, n_items=7, D=3, n=40):
+    rng = np.random.default_rng(seed)
+    u, i = rng.integers(0, n_users, n), rng.integers(0, n_items, n)
+    r = rng.normal(size=n)
+    target = mb.PMF(u, i, r, n_users, n_items, latent_dim=D, alpha=3.0, mu0=0.2, a0=4.0, b0=5.0)
+
+    def loglik(theta, rows):
+        U = anp.reshape(theta[:n_users * D], (n_users, D))
+        V = anp.reshape(theta[n_users * D:(n_users + n_items) * D], (n_items, D))
+        return -1.5 * anp.sum((r[rows] - anp.sum(U[u[rows]] * V[i[rows]], axis=1)) ** 2)
+
+    def logprior(theta):
+        U = anp.reshape(theta[:n_users * D], (n_users, D))
+        V = anp.reshape(theta[n_users * D:(n_users + n_items) * D], (n_items, D))
+        h = theta[(n_users + n_items) * D:]
+        out = 0.0
+        for W, mu, lam in ((U, h[:D], h[D:2 * D]), (V, h[2 * D:3 * D], h[3 * D:])):
+            prec = anp.exp(lam)   # N(W_j | mu, 1/prec), N(mu | 0.2, 1/prec), Gamma(4, 5) on prec, Jacobian
+            out = out + anp.sum(0.5 * W.shape[0] * lam - 0.5 * prec * anp.sum((W - mu) ** 2, axis=0))
+            out = out + anp.sum(0.5 * lam - 0.5 * prec * (mu - 0.2) ** 2) + anp.sum(4.0 * lam - 5.0 * prec)
+        return out
+
+    return target, loglik, logprior, n
+
+
+def test_pmf_logp_and_gradients_match_autograd():
+    target, loglik, logprior, n = _small_pmf()
+    rng = np.random.default_rng(1)
+    theta = 0.7 * rng.standard_normal((3, target.dim))
+    everything = np.arange(n)
+    full = lambda th: loglik(th, everything) + logprior(th)
+    logp, grad = target.logp_and_grad(theta)
+    assert np.allclose(logp, [full(t) for t in theta], rtol=1e-12, atol=1e-9)
+    assert np.allclose(grad, [autograd.grad(full)(t) for t in theta], rtol=1e-12, atol=1e-9)
+    idx = np.stack([rng.choice(n, 6, replace=False) for _ in range(3)])
+    estimate = lambda th, rows: (n / len(rows)) * loglik(th, rows) + logprior(th)
+    expected = [autograd.grad(estimate)(t, rows) for t, rows in zip(theta, idx)]
+    assert np.allclose(target.minibatch_grads(theta, idx), expected, rtol=1e-12, atol=1e-9)
+
+
+def test_pmf_minibatch_gradient_unbiased_in_samplers_estimator():
+    target = _small_pmf(seed=2, n=60)[0]
+    theta = 0.5 * np.random.default_rng(3).standard_normal(target.dim)
+    est = mb.GradientEstimator(target, 6)
+    g = est(np.random.default_rng(4), np.tile(theta, (20_000, 1)))
+    exact = target.grad_logp(theta[None])[0]
+    se = g.std(axis=0) / np.sqrt(len(g))
+    assert np.all(np.abs(g.mean(axis=0) - exact) < 5 * se + 1e-9)
+
+
+def _small_nn(seed=0, n=25, p=6, H=5, K=4):
+    rng = np.random.default_rng(seed)
+    X, y = rng.uniform(size=(n, p)), rng.integers(0, K, n)
+    target = mb.BayesNN(X, y, n_hidden=H, n_classes=K, prior_var=2.0)
+
+    def loglik(theta, rows):
+        B = anp.reshape(theta[:p * H], (p, H))
+        b = theta[p * H:p * H + H]
+        A = anp.reshape(theta[p * H + H:p * H + H + H * K], (H, K))
+        a = theta[-K:]
+        z = anp.dot(X[rows], B) + b
+        s = anp.exp(z - anp.max(z, axis=1, keepdims=True))
+        s = s / anp.sum(s, axis=1, keepdims=True)
+        logits = anp.dot(s, A) + a
+        lse = anp.log(anp.sum(anp.exp(logits), axis=1))
+        return anp.sum(logits[anp.arange(len(rows)), y[rows]] - lse)
+
+    return target, loglik, (lambda theta: -0.25 * anp.sum(theta**2)), n
+
+
+def test_nn_logp_and_backprop_match_autograd():
+    target, loglik, logprior, n = _small_nn()
+    rng = np.random.default_rng(1)
+    theta = rng.standard_normal((3, target.dim))
+    everything = np.arange(n)
+    full = lambda th: loglik(th, everything) + logprior(th)
+    logp, grad = target.logp_and_grad(theta)
+    assert np.allclose(logp, [full(t) for t in theta], rtol=1e-12, atol=1e-9)
+    assert np.allclose(grad, [autograd.grad(full)(t) for t in theta], rtol=1e-12, atol=1e-9)
+    idx = np.stack([rng.choice(n, 7, replace=False) for _ in range(3)])
+    estimate = lambda th, rows: (n / len(rows)) * loglik(th, rows) + logprior(th)
+    expected = [autograd.grad(estimate)(t, rows) for t, rows in zip(theta, idx)]
+    assert np.allclose(target.minibatch_grads(theta, idx), expected, rtol=1e-12, atol=1e-9)
+    assert np.allclose(target.predict_proba(theta, target.X).sum(axis=-1), 1.0)
+
+
+def test_calibration_errors_by_hand():
+    # confidences 0.95 (bin 10, correct), 0.95 (bin 10, wrong), 0.55 (bin 6, correct), 1.0 (bin 10, wrong)
+    prob = np.array([[0.95, 0.05], [0.95, 0.05], [0.45, 0.55], [1.0, 0.0]])
+    labels = np.array([0, 1, 1, 1])
+    ece, mce = mb.calibration_errors(prob, labels)
+    top = abs(1 / 3 - (0.95 + 0.95 + 1.0) / 3)          # bin [0.9, 1] (closed): 3 images, 1 correct
+    low = abs(1.0 - 0.55)                                 # bin [0.5, 0.6): 1 image, correct
+    assert np.isclose(ece, (3 * top + 1 * low) / 4)
+    assert np.isclose(mce, max(top, low))
+    perfect = np.eye(3)[[0, 1, 2]]
+    assert mb.calibration_errors(perfect, np.array([0, 1, 2])) == (0.0, 0.0)
+
+
+def test_lbfgs_mode_finds_gaussian_mode():
+    rng = np.random.default_rng(8)
+    target = GaussianMean(1.0 + rng.standard_normal((50, 3)))
+    assert np.allclose(mb.lbfgs_mode(target, np.zeros(3)), target.mean, atol=1e-6)
+
+
+def test_pmf_nn_bad_arguments_raise_value_error_naming_them():
+    cases = [
+        (lambda: mb.PMF([0, 1], [0, 5], [1.0, 2.0], 2, 3), "items"),
+        (lambda: mb.PMF([0, 1], [0, 1], [1.0, 2.0], 2, 3, latent_dim=0), "latent_dim"),
+        (lambda: mb.PMF([0, 1], [0, 1], [1.0, 2.0], 2, 3, alpha=-1.0), "alpha"),
+        (lambda: mb.BayesNN(np.zeros((3, 2)), np.array([0, 1, 12])), "y"),
+        (lambda: mb.BayesNN(np.zeros((3, 2)), np.array([0, 1, 1]), n_hidden=0), "n_hidden"),
+        (lambda: mb.calibration_errors(np.ones((3, 2)), np.zeros(4)), "prob"),
+        (lambda: mb.calibration_errors(np.ones((3, 2)) / 2, np.zeros(3), n_bins=0), "n_bins"),
+        (lambda: mb.lbfgs_mode(_small_logistic(), np.zeros(5)), "x0"),
+    ]
+    for call, name in cases:
+        with pytest.raises(ValueError, match=name):
+            call()
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad arguments
+# ---------------------------------------------------------------------------------------------
+def test_bad_arguments_raise_value_error_naming_them():
+    target = _small_logistic()
+    rng = np.random.default_rng(0)
+    cases = [
+        (lambda: mb.SGConfig("sgld", -1.0, 10), "step_size"),
+        (lambda: mb.SGConfig("sgmala", 1e-3, 10), "sampler"),
+        (lambda: mb.SGConfig("sghmc", 1e-3, 10, 0), "n_leapfrog"),
+        (lambda: mb.GradientEstimator(target, 301), "batch_size"),
+        (lambda: mb.minibatch_indices(rng, 10, 11, 2), "batch_size"),
+        (lambda: mb.SGMCMC(target, "sgld-cv", 1e-3, 10), "centre"),
+        (lambda: mb.successive_halving(9, lambda a, b, i: np.zeros(len(a)), 1.0, eta=1), "eta"),
+        (lambda: mb.successive_halving(9, lambda a, b, i: np.zeros(len(a)), 0.0), "budget"),
+        (lambda: mb.mamba(target, [mb.SGConfig("sgld", 1e-3, 10)], np.zeros(3), 1.0, rng, metric="mmd"), "metric"),
+        (lambda: mb.mamba(target, [mb.SGConfig("sgld", 1e-3, 10)], np.zeros(3), 1.0, rng,
+                          budget_kind="steps"), "budget_kind"),
+        (lambda: mb.mamba(target, [mb.SGConfig("sgld", 1e-3, 10)], np.zeros(4), 1.0, rng), "x0"),
+        (lambda: mb.stein_discrepancy(target, np.zeros((5, 3)), "l2", rng), "metric"),
+    ]
+    for call, name in cases:
+        with pytest.raises(ValueError, match=name):
+            call()
+
+
+# ---------------------------------------------------------------------------------------------
+# Planted bugs must make the tests above fail
+# ---------------------------------------------------------------------------------------------
+MUTATIONS = {
+    "sgld-drift-sign": ("x = x + h[:, None] * grad_fn(rng, x)", "x = x - h[:, None] * grad_fn(rng, x)",
+                        "variance_bias_shrinks and sgld"),
+    "missing-N-over-n": ("return (self.n_data / idx.shape[1]) * np.einsum(", "return np.einsum(",
+                         "unbiased"),
+    "minibatch-with-replacement": ("for row in repeated:", "for row in repeated[:0]:",
+                                   "without_replacement"),
+    "pmf-missing-scale": ("w = (scale * self.alpha) * resid[..., None]", "w = self.alpha * resid[..., None]",
+                          "pmf_logp_and_gradients"),
+    "nn-softmax-jacobian": ("delta1 = hidden * (g_hidden - np.sum(g_hidden * hidden, axis=-1, keepdims=True))",
+                            "delta1 = hidden * g_hidden", "nn_logp_and_backprop"),
+    "ece-bins": ("bins = np.clip((conf * n_bins).astype(int), 0, n_bins - 1)",
+                 "bins = np.clip((conf * n_bins).astype(int), 0, n_bins)", "calibration_errors_by_hand"),
+    "halving-keeps-worst": ("active = active[np.sort(order[:max(1, len(active) // eta)])]",
+                            "active = active[np.sort(order[::-1][:max(1, len(active) // eta)])]",
+                            "finds_best_arm"),
+}
+
+
+@pytest.mark.parametrize("name", MUTATIONS)
+def test_planted_bug_is_caught(name, tmp_path):
+    original, mutant, selection = MUTATIONS[name]
+    shutil.copytree(ROOT / "mcmc_lib", tmp_path / "mcmc_lib")
+    (tmp_path / "tests").mkdir()
+    shutil.copy(Path(__file__), tmp_path / "tests" / "test_mamba.py")
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    module = tmp_path / "mcmc_lib" / "methods" / "mamba.py"
+    source = module.read_text()
+    assert source.count(original) == 1, f"mutation {name}: the original code was not found once"
+    module.write_text(source.replace(original, mutant))
+    completed = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-k",
+         f"({selection}) and not planted", "tests/test_mamba.py"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 1, f"mutation {name} was not caught:\n{completed.stdout[-2000:]}"
+    assert "failed" in completed.stdout
