@@ -215,19 +215,24 @@ def _small_pmf(seed=0, n_users=5, n_items=7, D=3, n=40):
     return target, loglik, logprior, n
 
 
-def test_pmf_logp_and_gradients_match_autograd():
-    target, loglik, logprior, n = _small_pmf()
-    rng = np.random.default_rng(1)
-    theta = 0.7 * rng.standard_normal((3, target.dim))
+def _assert_matches_autograd(target, loglik, logprior, n, theta, batch_size, rng):
+    """Full-data log density and gradient, and one minibatch estimate per chain, against autograd."""
     everything = np.arange(n)
     full = lambda th: loglik(th, everything) + logprior(th)
     logp, grad = target.logp_and_grad(theta)
     assert np.allclose(logp, [full(t) for t in theta], rtol=1e-12, atol=1e-9)
     assert np.allclose(grad, [autograd.grad(full)(t) for t in theta], rtol=1e-12, atol=1e-9)
-    idx = np.stack([rng.choice(n, 6, replace=False) for _ in range(3)])
+    idx = np.stack([rng.choice(n, batch_size, replace=False) for _ in range(len(theta))])
     estimate = lambda th, rows: (n / len(rows)) * loglik(th, rows) + logprior(th)
     expected = [autograd.grad(estimate)(t, rows) for t, rows in zip(theta, idx)]
     assert np.allclose(target.minibatch_grads(theta, idx), expected, rtol=1e-12, atol=1e-9)
+    assert np.allclose(target.minibatch_grad(theta, idx[0]), target.minibatch_grads(theta, np.stack([idx[0]] * len(theta))))
+
+
+def test_pmf_logp_and_gradients_match_autograd():
+    target, loglik, logprior, n = _small_pmf()
+    rng = np.random.default_rng(1)
+    _assert_matches_autograd(target, loglik, logprior, n, 0.7 * rng.standard_normal((3, target.dim)), 6, rng)
 
 
 def test_pmf_minibatch_gradient_unbiased_in_samplers_estimator():
@@ -264,15 +269,7 @@ def test_nn_logp_and_backprop_match_autograd():
     target, loglik, logprior, n = _small_nn()
     rng = np.random.default_rng(1)
     theta = rng.standard_normal((3, target.dim))
-    everything = np.arange(n)
-    full = lambda th: loglik(th, everything) + logprior(th)
-    logp, grad = target.logp_and_grad(theta)
-    assert np.allclose(logp, [full(t) for t in theta], rtol=1e-12, atol=1e-9)
-    assert np.allclose(grad, [autograd.grad(full)(t) for t in theta], rtol=1e-12, atol=1e-9)
-    idx = np.stack([rng.choice(n, 7, replace=False) for _ in range(3)])
-    estimate = lambda th, rows: (n / len(rows)) * loglik(th, rows) + logprior(th)
-    expected = [autograd.grad(estimate)(t, rows) for t, rows in zip(theta, idx)]
-    assert np.allclose(target.minibatch_grads(theta, idx), expected, rtol=1e-12, atol=1e-9)
+    _assert_matches_autograd(target, loglik, logprior, n, theta, 7, rng)
     assert np.allclose(target.predict_proba(theta, target.X).sum(axis=-1), 1.0)
 
 

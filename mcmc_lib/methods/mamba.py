@@ -438,7 +438,27 @@ def _scatter_rows(rows, values, n_rows: int) -> np.ndarray:
                      for j in range(values.shape[1])], axis=1)
 
 
-class PMF(Target):
+class FullDataTarget(Target):
+    """A posterior over N data whose subclass gives ``_full(theta, want_logp)`` (log density and
+    gradient over all the data) and ``minibatch_grads(theta, idx)`` (one estimate per chain)."""
+
+    def _logp(self, theta):
+        return self._full(theta, True)[0]
+
+    def _grad(self, theta):
+        return self._full(theta, False)[1]
+
+    def _logp_and_grad(self, theta):
+        return self._full(theta, True)
+
+    def minibatch_grad(self, theta, indices) -> np.ndarray:
+        """The same minibatch indices (n,) for every chain of theta (c, d)."""
+        theta = np.atleast_2d(np.asarray(theta, dtype=float))
+        indices = np.asarray(indices)
+        return self.minibatch_grads(theta, np.broadcast_to(indices, (theta.shape[0], len(indices))))
+
+
+class PMF(FullDataTarget):
     """Probabilistic matrix factorisation, eq. (eq-mamba-pmf), gradients eq. (eq-mamba-pmf-grad).
 
     theta = [U (n_users x D), V (n_items x D), mu_U, lam_U, mu_V, lam_V], flattened row by row.
@@ -522,15 +542,6 @@ class PMF(Target):
                 logp[part] += ll
         return logp, grad
 
-    def _logp(self, theta):
-        return self._full(theta, True)[0]
-
-    def _grad(self, theta):
-        return self._full(theta, False)[1]
-
-    def _logp_and_grad(self, theta):
-        return self._full(theta, True)
-
     def minibatch_grads(self, theta, idx) -> np.ndarray:
         """(N/n) x the likelihood gradient of each chain's minibatch idx (c, n), plus the prior's."""
         theta = np.asarray(theta, dtype=float)
@@ -539,11 +550,6 @@ class PMF(Target):
         grad = self._prior(theta)[1]
         self._likelihood(theta, idx, self.n_data / idx.shape[1], grad)
         return grad
-
-    def minibatch_grad(self, theta, indices) -> np.ndarray:
-        theta = np.atleast_2d(np.asarray(theta, dtype=float))
-        indices = np.asarray(indices)
-        return self.minibatch_grads(theta, np.broadcast_to(indices, (theta.shape[0], len(indices))))
 
     def predict(self, theta, users, items) -> np.ndarray:
         """Predicted (centred) ratings U_u . V_i, (c, len(users))."""
@@ -573,7 +579,7 @@ def _softmax(z):
     return e / e.sum(axis=-1, keepdims=True)
 
 
-class BayesNN(Target):
+class BayesNN(FullDataTarget):
     """One hidden layer, softmax activations (eq-mamba-nn), N(0, prior_var) on every weight;
     backpropagation written out (eq-mamba-nn-grad). theta = [B (p x H), b (H), A (H x K), a (K)]."""
 
@@ -636,15 +642,6 @@ class BayesNN(Target):
             return None, grad
         return np.concatenate([l for l, _ in parts]) - 0.5 * np.sum(theta**2, axis=1) / self.prior_var, grad
 
-    def _logp(self, theta):
-        return self._full(theta, True)[0]
-
-    def _grad(self, theta):
-        return self._full(theta, False)[1]
-
-    def _logp_and_grad(self, theta):
-        return self._full(theta, True)
-
     def minibatch_grads(self, theta, idx) -> np.ndarray:
         """(N/n) x the log-likelihood gradient of each chain's minibatch idx (c, n), plus the prior's."""
         theta = np.asarray(theta, dtype=float)
@@ -652,11 +649,6 @@ class BayesNN(Target):
         self.n_grad_evals += idx.shape[0] * idx.shape[1] / self.n_data
         grad = self._loglik_grad(theta, self.X[idx], self.y[idx], self.n_data / idx.shape[1])[1]
         return grad - theta / self.prior_var
-
-    def minibatch_grad(self, theta, indices) -> np.ndarray:
-        theta = np.atleast_2d(np.asarray(theta, dtype=float))
-        indices = np.asarray(indices)
-        return self.minibatch_grads(theta, np.broadcast_to(indices, (theta.shape[0], len(indices))))
 
 
 def calibration_errors(prob, labels, n_bins: int = 10) -> tuple:
