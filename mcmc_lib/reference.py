@@ -29,7 +29,7 @@ class ReferenceMoments:
 
 
 def find_mode(target, x0=None):
-    """The posterior mode by Newton-CG on -log pi (the gradient from the target)."""
+    """The posterior mode by BFGS on -log pi (the gradient from the target), gtol 1e-9."""
     x0 = np.zeros(target.dim) if x0 is None else np.asarray(x0, float)
     result = optimize.minimize(lambda w: -target.logp(w)[0], x0, jac=lambda w: -target.grad_logp(w)[0],
                                method="BFGS", options={"gtol": 1e-9, "maxiter": 10_000})

@@ -273,6 +273,22 @@ def test_nn_logp_and_backprop_match_autograd():
     assert np.allclose(target.predict_proba(theta, target.X).sum(axis=-1), 1.0)
 
 
+@pytest.mark.parametrize("sampler_name", mb.SAMPLERS)
+@pytest.mark.parametrize("make_target", [_small_pmf, _small_nn], ids=["pmf", "nn"])
+def test_every_sampler_runs_on_pmf_and_the_network(sampler_name, make_target):
+    """The default profile runs four samplers on PMF and the network, the paper profile all six:
+    each one runs there, with finite draws, and charges its gradient evaluations."""
+    target = make_target()[0]
+    rng = np.random.default_rng(7)
+    centre = 0.1 * rng.standard_normal(target.dim)
+    sampler = mb.SGMCMC(target, sampler_name, 1e-4, 5, n_leapfrog=3, centre=centre)
+    state = sampler.init(np.tile(centre, (3, 1)), rng)
+    before = target.n_grad_evals
+    run = mb.run_sgmcmc(sampler, state, rng, 20 * sampler.cost_per_step)
+    assert run.samples.shape[-1] == target.dim and np.all(np.isfinite(run.samples))
+    assert target.n_grad_evals > before
+
+
 def test_calibration_errors_by_hand():
     # confidences 0.95 (bin 10, correct), 0.95 (bin 10, wrong), 0.55 (bin 6, correct), 1.0 (bin 10, wrong)
     prob = np.array([[0.95, 0.05], [0.95, 0.05], [0.45, 0.55], [1.0, 0.0]])
