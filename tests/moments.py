@@ -5,6 +5,7 @@ import numpy as np
 from mcmc_lib import targets as T
 
 from mcmc_lib.diagnostics import ess
+from mcmc_lib.harness import run
 
 
 def mcse_of_mean(series):
@@ -25,6 +26,14 @@ def moment_z_scores(samples, mean, cov):
             product = centred[..., i] * centred[..., j]
             z.append((product.mean() - cov[i, j]) / mcse_of_mean(product))
     return np.array(z)
+
+
+def run_from_near_the_mean(make_sampler, target, seed, n_chains, n_warmup=2000, n_samples=6000):
+    """Chains of make_sampler(target) started at the true mean plus N(0, I) noise; adaptation during
+    the warm-up only (mcmc_lib.harness.run)."""
+    rng = np.random.default_rng(seed)
+    x0 = target.mean + rng.standard_normal((n_chains, target.dim))
+    return run(make_sampler(target), x0, n_warmup, n_samples, rng)
 
 
 def assert_moments_match(samples, mean, cov, bound=4.5):

@@ -19,7 +19,7 @@ from mcmc_lib.methods.mcma import (MCMA, MGaA, ConstantAdaptation, FixedProposal
                                    normalise_determinant)
 from mcmc_lib.samplers import HaarioAM
 
-from moments import assert_moments_match, banana_target, correlated_target, scaled_target
+from moments import assert_moments_match, banana_target, correlated_target, run_from_near_the_mean, scaled_target
 from planted import assert_mutation_caught
 
 
@@ -76,9 +76,7 @@ EXACT_TARGETS = {"correlated": correlated_target, "scaled": scaled_target, "bana
 
 
 def sample(make_sampler, target, seed, n_chains=8, n_warmup=2000, n_samples=6000):
-    rng = np.random.default_rng(seed)
-    x0 = target.mean + rng.standard_normal((n_chains, target.dim))
-    return run(make_sampler(target), x0, n_warmup, n_samples, rng)
+    return run_from_near_the_mean(make_sampler, target, seed, n_chains, n_warmup, n_samples)
 
 
 @pytest.mark.parametrize("target_name", EXACT_TARGETS)
@@ -143,39 +141,40 @@ def test_step_size_rule_reaches_its_target_acceptance(make, rate):
 # --------------------------------------------------------------------------------------------
 # Covariances stay symmetric positive definite; det Q = 1
 # --------------------------------------------------------------------------------------------
+def long_run_checkpoints(sampler, seed, dim, n_steps=20_000, every=5000):
+    """Step 20 chains (uniform starts in [-5, 5]^dim) under constant adaptation; yield the state
+    every ``every`` steps, for the caller to inspect the sampler's adapted quantities."""
+    rng = np.random.default_rng(seed)
+    state = sampler.init(rng.uniform(-5, 5, size=(20, dim)))
+    for t in range(n_steps):
+        state, _ = sampler.step(rng, state)
+        if t % every == every - 1:
+            yield state
+
+
 @pytest.mark.parametrize("index, dim", [(4, 8), (1, 2)])
 def test_mcma_covariance_stays_spd_over_long_runs(index, dim):
-    target = T.haario_target(index, dim)
-    sampler = MCMA(target, constant_adaptation=True)
-    rng = np.random.default_rng(7)
-    state = sampler.init(rng.uniform(-5, 5, size=(20, dim)))
-    for t in range(20_000):
-        state, _ = sampler.step(rng, state)
-        if t % 5000 == 4999:
-            cov = sampler.cov
-            assert np.array_equal(cov, np.swapaxes(cov, 1, 2))
-            assert np.all(np.linalg.eigvalsh(cov) > 0)
-            np.testing.assert_allclose(np.linalg.det(cov), 1.0, rtol=1e-8)
-            np.testing.assert_allclose(np.einsum("nij,nkj->nik", sampler.chol, sampler.chol), cov,
-                                       rtol=1e-8, atol=1e-10)
-            assert np.all(np.isfinite(sampler.sigma) & (sampler.sigma > 0))
-            assert np.all(np.isfinite(state.x))
+    sampler = MCMA(T.haario_target(index, dim), constant_adaptation=True)
+    for state in long_run_checkpoints(sampler, 7, dim):
+        cov = sampler.cov
+        assert np.array_equal(cov, np.swapaxes(cov, 1, 2))
+        assert np.all(np.linalg.eigvalsh(cov) > 0)
+        np.testing.assert_allclose(np.linalg.det(cov), 1.0, rtol=1e-8)
+        np.testing.assert_allclose(np.einsum("nij,nkj->nik", sampler.chol, sampler.chol), cov,
+                                   rtol=1e-8, atol=1e-10)
+        assert np.all(np.isfinite(sampler.sigma) & (sampler.sigma > 0))
+        assert np.all(np.isfinite(state.x))
 
 
 @pytest.mark.parametrize("index, dim", [(4, 8), (1, 2)])
 def test_mgaa_shape_keeps_unit_determinant_over_long_runs(index, dim):
-    target = T.haario_target(index, dim)
-    sampler = MGaA(target, constant_adaptation=True)
-    rng = np.random.default_rng(8)
-    state = sampler.init(rng.uniform(-5, 5, size=(20, dim)))
-    for t in range(20_000):
-        state, _ = sampler.step(rng, state)
-        if t % 5000 == 4999:
-            np.testing.assert_allclose(np.linalg.det(sampler.shape), 1.0, rtol=1e-8)
-            cov = sampler.proposal_cov()
-            np.testing.assert_allclose(cov, np.swapaxes(cov, 1, 2), rtol=1e-12, atol=1e-12)
-            assert np.all(np.linalg.eigvalsh(cov) > 0)
-            assert np.all(np.isfinite(sampler.sigma) & (sampler.sigma > 0))
+    sampler = MGaA(T.haario_target(index, dim), constant_adaptation=True)
+    for _ in long_run_checkpoints(sampler, 8, dim):
+        np.testing.assert_allclose(np.linalg.det(sampler.shape), 1.0, rtol=1e-8)
+        cov = sampler.proposal_cov()
+        np.testing.assert_allclose(cov, np.swapaxes(cov, 1, 2), rtol=1e-12, atol=1e-12)
+        assert np.all(np.linalg.eigvalsh(cov) > 0)
+        assert np.all(np.isfinite(sampler.sigma) & (sampler.sigma > 0))
 
 
 def test_determinant_normalisation_does_not_change_the_chain():

@@ -15,7 +15,7 @@ MUTATIONS = {
                         "y = state.x - 0.5 * h[:, None] ** 2 * state.grad",
                         "MALA and exact"),
     "mala-no-hastings": ("mcmc_lib/samplers/classic.py",
-                         "+ mala_log_proposal(state.x, y, grad_y, h)\n                     + 0.5 * np.einsum(\"ij,ij->i\", noise, noise))",
+                         "+ mala_log_proposal(state.x, y, grad_y, h)\n                 + 0.5 * np.einsum(\"ij,ij->i\", noise, noise))",
                          ")",
                          "MALA and exact"),
     "hmc-kinetic-sign": ("mcmc_lib/samplers/classic.py",

@@ -8,7 +8,7 @@ from mcmc_lib import targets as T
 from mcmc_lib.harness import run, summarise
 from mcmc_lib.samplers import HMC, MALA, RWM, CholeskyAM, HaarioAM, metropolis_hastings_accept
 
-from moments import assert_moments_match, banana_target, correlated_target, scaled_target
+from moments import assert_moments_match, banana_target, correlated_target, run_from_near_the_mean, scaled_target
 
 N_CHAINS = 4
 
@@ -25,9 +25,7 @@ TARGETS = {"correlated": correlated_target, "scaled": scaled_target, "banana": b
 
 
 def sample(make_sampler, target, seed, n_warmup=2000, n_samples=6000):
-    rng = np.random.default_rng(seed)
-    x0 = target.mean + rng.standard_normal((N_CHAINS, target.dim))
-    return run(make_sampler(target), x0, n_warmup, n_samples, rng)
+    return run_from_near_the_mean(make_sampler, target, seed, N_CHAINS, n_warmup, n_samples)
 
 
 @pytest.mark.parametrize("target_name", TARGETS)

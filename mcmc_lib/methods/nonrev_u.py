@@ -9,7 +9,7 @@ from typing import NamedTuple, Optional
 import numpy as np
 
 from mcmc_lib.samplers.base import Sampler, StepInfo, finite_rows, metropolis_hastings_accept, per_chain
-from mcmc_lib.samplers.classic import leapfrog, mala_log_proposal
+from mcmc_lib.samplers.classic import leapfrog, mala_proposal, rwm_proposal
 from mcmc_lib.validation import require_positive
 
 
@@ -105,9 +105,7 @@ class NonrevRWM(NonreversibleUSampler):
     uses_gradient = False
 
     def step(self, rng, state):
-        n_chains, dim = state.x.shape
-        y = state.x + self.step_size[:, None] * rng.standard_normal((n_chains, dim))
-        logp_y = self.target.logp(y)
+        y, logp_y = rwm_proposal(rng, self.target, state.x, self.step_size)     # as the foundations' RWM
         v, accepted, prob, nonfinite = self.decide(rng, state.v, logp_y - state.logp)
         x = np.where(accepted[:, None], y, state.x)
         logp = np.where(accepted, logp_y, state.logp)
@@ -121,14 +119,8 @@ class NonrevMALA(NonreversibleUSampler):
     uses_gradient = True
 
     def step(self, rng, state):
-        n_chains, dim = state.x.shape
-        h = self.step_size
-        noise = rng.standard_normal((n_chains, dim))
-        y = state.x + 0.5 * h[:, None] ** 2 * state.grad + h[:, None] * noise
-        logp_y, grad_y = self.target.logp_and_grad(y)
-        log_ratio = (logp_y - state.logp + mala_log_proposal(state.x, y, grad_y, h)
-                     + 0.5 * np.einsum("ij,ij->i", noise, noise))
-        log_ratio = np.where(finite_rows(logp_y, grad_y), log_ratio, np.nan)
+        # the foundations' MALA proposal and Hastings ratio; only the decision differs
+        y, logp_y, grad_y, log_ratio = mala_proposal(rng, self.target, state, self.step_size)
         v, accepted, prob, nonfinite = self.decide(rng, state.v, log_ratio)
         keep = accepted[:, None]
         new = NonrevState(np.where(keep, y, state.x), np.where(accepted, logp_y, state.logp),

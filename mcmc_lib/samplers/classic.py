@@ -49,12 +49,17 @@ class RWM(_StepSizeSampler):
     uses_gradient = False
 
     def step(self, rng, state):
-        n_chains, dim = state.x.shape
-        y = state.x + self.step_size[:, None] * rng.standard_normal((n_chains, dim))
-        logp_y = self.target.logp(y)
-        accepted, prob, nonfinite = metropolis_hastings_accept(logp_y - state.logp, rng.uniform(size=n_chains))
+        y, logp_y = rwm_proposal(rng, self.target, state.x, self.step_size)
+        accepted, prob, nonfinite = metropolis_hastings_accept(logp_y - state.logp, rng.uniform(size=len(y)))
         new_state = accept_proposals(state, ChainState(y, logp_y), accepted)
         return new_state, StepInfo(accepted, prob, nonfinite)
+
+
+def rwm_proposal(rng, target, x, step_size):
+    """The random-walk proposal y = x + h eps, eps ~ N(0, I), per-chain h (n_chains,); returns
+    (y, log pi(y)). The log Hastings ratio is log pi(y) - log pi(x): the proposal is symmetric."""
+    y = x + step_size[:, None] * rng.standard_normal(x.shape)
+    return y, target.logp(y)
 
 
 def mala_log_proposal(to_x, from_x, from_grad, step_size):
@@ -72,19 +77,25 @@ class MALA(_StepSizeSampler):
     default_target_accept = 0.574
 
     def step(self, rng, state):
-        n_chains, dim = state.x.shape
-        h = self.step_size
-        noise = rng.standard_normal((n_chains, dim))
-        y = state.x + 0.5 * h[:, None] ** 2 * state.grad + h[:, None] * noise
-        logp_y, grad_y = self.target.logp_and_grad(y)
-        # log q(y | x) = -|noise|^2 / 2 exactly (y - mean = h noise), which saves recomputing it.
-        log_ratio = (logp_y - state.logp
-                     + mala_log_proposal(state.x, y, grad_y, h)
-                     + 0.5 * np.einsum("ij,ij->i", noise, noise))
-        log_ratio = np.where(finite_rows(logp_y, grad_y), log_ratio, np.nan)
-        accepted, prob, nonfinite = metropolis_hastings_accept(log_ratio, rng.uniform(size=n_chains))
+        y, logp_y, grad_y, log_ratio = mala_proposal(rng, self.target, state, self.step_size)
+        accepted, prob, nonfinite = metropolis_hastings_accept(log_ratio, rng.uniform(size=len(y)))
         new_state = accept_proposals(state, ChainState(y, logp_y, grad_y), accepted)
         return new_state, StepInfo(accepted, prob, nonfinite)
+
+
+def mala_proposal(rng, target, state, step_size):
+    """The MALA proposal y = x + (h^2/2) grad log pi(x) + h eps from state (x, log pi, grad), per-chain h;
+    returns (y, log pi(y), grad log pi(y), log Hastings ratio), the ratio NaN (a rejection) where
+    log pi(y) or its gradient is not finite."""
+    h = step_size
+    noise = rng.standard_normal(state.x.shape)
+    y = state.x + 0.5 * h[:, None] ** 2 * state.grad + h[:, None] * noise
+    logp_y, grad_y = target.logp_and_grad(y)
+    # log q(y | x) = -|noise|^2 / 2 exactly (y - mean = h noise), which saves recomputing it.
+    log_ratio = (logp_y - state.logp
+                 + mala_log_proposal(state.x, y, grad_y, h)
+                 + 0.5 * np.einsum("ij,ij->i", noise, noise))
+    return y, logp_y, grad_y, np.where(finite_rows(logp_y, grad_y), log_ratio, np.nan)
 
 
 def leapfrog(target, x, p, grad, step_size, n_steps):
