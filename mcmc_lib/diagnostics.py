@@ -225,7 +225,7 @@ def monte_carlo_standard_error(samples) -> np.ndarray:
 # ----------------------------------------------------------------------------------------------
 # Kernel Stein discrepancy, IMQ base kernel
 # ----------------------------------------------------------------------------------------------
-def _sq_dists(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+def sq_distances(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """||x_i - y_j||^2 as an (n, m) matrix, by the expansion |x|^2 + |y|^2 - 2 x.y (O(nm) memory)."""
     d2 = np.sum(x**2, 1)[:, None] + np.sum(y**2, 1)[None, :] - 2.0 * x @ y.T
     return np.maximum(d2, 0.0)  # the expansion can round to tiny negatives
@@ -240,7 +240,7 @@ def imq_kernel(x, y, c: float = 1.0, beta: float = -0.5) -> np.ndarray:
     scalar = np.ndim(x) == 1 and np.ndim(y) == 1
     x = _as_points(x, "x")
     y = _as_points(y, "y", dim=x.shape[1])
-    k = (c**2 + _sq_dists(x, y)) ** beta
+    k = (c**2 + sq_distances(x, y)) ** beta
     return k[0, 0] if scalar else k
 
 
@@ -266,7 +266,7 @@ def stein_kernel_imq(x, y, sx, sy, c: float = 1.0, beta: float = -0.5) -> np.nda
 
 def _stein_gram(x, y, sx, sy, c, beta):
     """k0 Gram matrix (n, m) from dot products only, so memory is O(nm), not O(nmd)."""
-    r2 = _sq_dists(x, y)
+    r2 = sq_distances(x, y)
     b = c**2 + r2
     sx_r = np.sum(sx * x, 1)[:, None] - sx @ y.T  # s(x_i).(x_i - y_j)
     sy_r = x @ sy.T - np.sum(sy * y, 1)[None, :]  # s(y_j).(x_i - y_j)
@@ -329,7 +329,7 @@ def _fssd_and_gradient(x, s, v, c, beta, gradient: bool):
     n, d = x.shape
     j = v.shape[0]
     z = d * j * n * (n - 1)
-    r2 = _sq_dists(x, v)
+    r2 = sq_distances(x, v)
     b = c**2 + r2
     p, q = b**beta, b ** (beta - 1.0)
     ss = np.sum(s**2, axis=1)[:, None]
@@ -438,7 +438,7 @@ def _median_bandwidth(z: np.ndarray) -> float:
     if z.shape[0] > _MEDIAN_SUBSET:
         # Evenly spaced rather than random indices: deterministic, and needs no rng.
         z = z[np.linspace(0, z.shape[0] - 1, _MEDIAN_SUBSET).astype(int)]
-    d = np.sqrt(_sq_dists(z, z))[np.triu_indices(z.shape[0], k=1)]
+    d = np.sqrt(sq_distances(z, z))[np.triu_indices(z.shape[0], k=1)]
     bandwidth = float(np.median(d))
     if bandwidth <= 0:
         raise ValueError("median heuristic bandwidth is 0 (most points coincide); pass bandwidth")
@@ -472,7 +472,7 @@ def mmd_squared(x, y, kernel: str = "gaussian", bandwidth=None, degree: int = 3,
     if kernel == "gaussian":
         bw = _median_bandwidth(np.vstack([x, y])) if bandwidth is None else \
             float(require_positive(bandwidth, "bandwidth"))
-        k = lambda a, b: np.exp(-_sq_dists(a, b) / (2.0 * bw**2))  # noqa: E731
+        k = lambda a, b: np.exp(-sq_distances(a, b) / (2.0 * bw**2))  # noqa: E731
     elif kernel == "polynomial":
         degree = require_int(degree, "degree", minimum=1)
         if not (_is_finite_scalar(offset) and offset >= 0):

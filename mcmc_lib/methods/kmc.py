@@ -10,6 +10,7 @@ import numpy as np
 from scipy import linalg
 from scipy.special import expit, log_expit, logsumexp
 
+from mcmc_lib.diagnostics import sq_distances
 from mcmc_lib.samplers.base import (ChainState, Sampler, StepInfo, accept_proposals, finite_rows,
                                     metropolis_hastings_accept, per_chain)
 from mcmc_lib.targets import Target
@@ -25,12 +26,6 @@ def check_points(X, name: str, dim: int | None = None, min_points: int = 1) -> n
     if not np.all(np.isfinite(X)):
         raise ValueError(f"{name} must be finite")
     return X
-
-
-def sq_distances(X, Y) -> np.ndarray:
-    """||x_i - y_j||^2 for all pairs, (n_X, n_Y), clipped at 0 against rounding."""
-    sq = np.sum(X**2, axis=1)[:, None] + np.sum(Y**2, axis=1)[None, :] - 2.0 * X @ Y.T
-    return np.maximum(sq, 0.0)
 
 
 def gaussian_kernel(X, Y, sigma: float) -> np.ndarray:
