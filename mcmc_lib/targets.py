@@ -87,6 +87,11 @@ class AutogradTarget(Target):
     def _logp_and_grad(self, x):
         return self._logp(x), self._grad(x)
 
+    def hessian_vector_product(self, x, v):
+        """H(x) v per row for x, v of shape (m, dim), by autograd (a gradient of the gradient)."""
+        grad_sum = autograd.grad(lambda z: anp.sum(self._fn(z)))
+        return autograd.grad(lambda z: anp.sum(grad_sum(z) * v))(np.asarray(x, dtype=float))
+
 
 # =====================================================================================
 # Gaussians
@@ -145,6 +150,10 @@ class Gaussian(Target):
     def hessian(self):
         """The constant Hessian -S^{-1}."""
         return -self.precision
+
+    def hessian_vector_product(self, x, v):
+        """H v = -S^{-1} v per row of v (m, dim); x does not matter."""
+        return -v / self.variances if self.diagonal else -(v @ self.precision)
 
     def sample(self, rng, n):
         """n exact i.i.d. draws, shape (n, dim)."""
@@ -318,3 +327,8 @@ class LogisticRegression(Target):
         s = _sigmoid(w @ self.X.T)
         weights = s * (1 - s)
         return -np.einsum("ni,ij,ik->njk", weights, self.X, self.X) - np.eye(self.dim) / self.prior_var
+
+    def hessian_vector_product(self, w, v):
+        """H(w) v per row for w, v of shape (m, d), in O(N d) per row without forming H."""
+        s = _sigmoid(w @ self.X.T)
+        return -((s * (1.0 - s)) * (v @ self.X.T)) @ self.X - v / self.prior_var

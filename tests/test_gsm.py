@@ -140,6 +140,16 @@ def test_hessian_vector_product(make):
     np.testing.assert_allclose(hessian_vector_product(target, x, v), np.einsum("nij,nj->ni", H, v), rtol=1e-10)
 
 
+def test_hessian_vector_product_of_an_autograd_target():
+    precision = np.array([[2.0, 0.5], [0.5, 1.0]])
+    target = T.AutogradTarget(lambda x: -0.5 * anp.sum(anp.dot(x, precision) * x, axis=1) + anp.sum(x**3, axis=1), 2)
+    rng = np.random.default_rng(2)
+    x, v = rng.standard_normal((3, 2)), rng.standard_normal((3, 2))
+    expected = -(v @ precision) + 6.0 * x * v            # H = -P + diag(6 x) for each row
+    np.testing.assert_allclose(hessian_vector_product(target, x, v), expected, rtol=1e-10)
+    assert target.n_grad_evals == 3
+
+
 def test_rmsprop_step_and_beta_update():
     L = np.tile(np.eye(2), (1, 1, 1)) * 0.5
     S = np.zeros_like(L)

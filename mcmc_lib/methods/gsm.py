@@ -4,12 +4,8 @@ Do not edit: change the chapter's cells tagged `export` and regenerate.
 """
 import functools
 
-import autograd
-import autograd.numpy as anp
 import numpy as np
-from scipy.special import expit
 
-from mcmc_lib import targets
 from mcmc_lib.samplers.base import ChainState, Sampler, StepInfo, accept_proposals, metropolis_hastings_accept
 from mcmc_lib.validation import require_int, require_positive, require_probability
 
@@ -125,26 +121,17 @@ def mala_exact_bound_gradient(L, eps, grad_x, grad_y, hessian_vector, log_ratio,
 
 
 def supports_hessian_vector_product(target):
-    return (isinstance(target, (targets.Gaussian, targets.LogisticRegression, targets.AutogradTarget))
-            or callable(getattr(target, "hessian_vector_product", None)))
+    return callable(getattr(target, "hessian_vector_product", None))
 
 
 def hessian_vector_product(target, x, v):
-    """H(x) v per row, for x and v of shape (m, d), counted as m gradient evaluations of the target.
-    Closed forms for Gaussian and LogisticRegression targets; autograd for AutogradTarget; otherwise
-    the target's own ``hessian_vector_product(x, v)``."""
+    """H(x) v per row, for x and v of shape (m, d), counted as m gradient evaluations of the target:
+    the target's ``hessian_vector_product(x, v)`` (closed forms for the Gaussian and logistic-regression
+    targets of mcmc_lib.targets, autograd for an AutogradTarget)."""
+    if not supports_hessian_vector_product(target):
+        raise ValueError(f"target {target!r} offers no Hessian-vector product")
     target.n_grad_evals += x.shape[0]
-    if isinstance(target, targets.Gaussian):
-        return -v / target.variances if target.diagonal else -(v @ target.precision)
-    if isinstance(target, targets.LogisticRegression):
-        s = expit(x @ target.X.T)
-        return -((s * (1.0 - s)) * (v @ target.X.T)) @ target.X - v / target.prior_var
-    if callable(getattr(target, "hessian_vector_product", None)):
-        return target.hessian_vector_product(x, v)
-    if isinstance(target, targets.AutogradTarget):
-        grad_sum = autograd.grad(lambda z: anp.sum(target._fn(z)))
-        return autograd.grad(lambda z: anp.sum(grad_sum(z) * v))(x)
-    raise ValueError(f"target {target!r} offers no Hessian-vector product")
+    return target.hessian_vector_product(x, v)
 
 
 class _GradientAdaptive(Sampler):
