@@ -1,35 +1,260 @@
-"""The claims registry: each chapter records the paper's headline claims with the published and the
-reproduced number and whether the claim holds, writes them to ``_build/claims/<stem>.json`` and
-shows them as a table; ``book/scoreboard.md`` gathers every chapter's file into one table.
+"""Claims: what each paper states, the rule that decides it, the reproduced value with its interval, and
+one of four outcomes. Every chapter records its paper's headline claims here; ``book/scoreboard.md``
+gathers them from the same build.
+
+A claim is made in two steps, so that its decision rule is fixed before the experiment runs::
+
+    claims = ClaimsRegistry("gsm")
+    claims.declare("beta-0.25", statement="gadRWM learns beta near 7.4 for alpha* = 0.25",
+                   source="Sec. 4.1, Fig. 1", published="7.4",
+                   rule=Rule.within("learned beta", 6.4, 8.4, why="..."), section="sec-gsm-beta")
+    ...                                            # the experiment, R independent replicates
+    claims.decide("beta-0.25", Estimate.from_replicates(values, seeds))
+
+``decide`` applies the rule to the interval (never to the point estimate alone):
+
+- reproduced: the interval lies on the paper's side of the threshold;
+- not reproduced: it lies on the other side (the chapter must give the cause it found, or "none found");
+- inconclusive: it straddles the threshold (the record says how many replicates would decide it);
+- not run here: ``claims.not_run(...)`` with what is missing and what it would cost.
+
+Claims recorded with the old ``add(id, statement, published, reproduced, holds)`` still render (as
+"old form") until their chapter migrates.
 """
 from __future__ import annotations
 
+import html
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+import numpy as np
+from scipy import stats
 
 from .profiles import active_profile
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CLAIMS_DIR = REPO_ROOT / "_build" / "claims"
 
+REPRODUCED = "reproduced"
+NOT_REPRODUCED = "not reproduced"
+INCONCLUSIVE = "inconclusive"
+NOT_RUN = "not run here"
+OUTCOMES = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_RUN)
+# Claims still in the old form (a bare holds / fails from one run); shown apart until migrated.
+LEGACY_HOLDS = "old form: holds"
+LEGACY_FAILS = "old form: fails"
+ALL_OUTCOMES = OUTCOMES + (LEGACY_HOLDS, LEGACY_FAILS)
+
+
+def _require_text(value, name: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+    return value.strip()
+
+
+# --------------------------------------------------------------------------------------------------
+# The reproduced value: an estimate with an interval from independent replicates
+# --------------------------------------------------------------------------------------------------
+
+@dataclass
+class Estimate:
+    """A reproduced value with a two-sided interval (``level``, 95% by default) and the replicates it came from."""
+    value: float
+    low: float
+    high: float
+    n_replicates: int
+    level: float = 0.95
+    method: str = ""
+    replicates: list = field(default_factory=list)
+    seeds: list = field(default_factory=list)
+    spread: float = float("nan")     # sd of one replicate, for the replicates an inconclusive claim needs
+
+    def __post_init__(self):
+        for name in ("value", "low", "high"):
+            setattr(self, name, float(getattr(self, name)))
+        if not (self.low <= self.value <= self.high) and not any(map(math.isnan, (self.low, self.value, self.high))):
+            raise ValueError(f"the interval [{self.low}, {self.high}] must contain the value {self.value}")
+        if not 0 < self.level < 1:
+            raise ValueError(f"level must lie in (0, 1), got {self.level!r}")
+
+    @classmethod
+    def from_replicates(cls, values, seeds=None, level: float = 0.95, log_scale: bool = False) -> "Estimate":
+        """Mean and Student-t interval over R >= 2 independent replicates.
+
+        ``log_scale=True`` averages log(values) and maps the interval back (a geometric mean), which
+        suits ratios such as "1.25x faster": their spread is multiplicative.
+        """
+        values = np.asarray(values, dtype=float).ravel()
+        if values.size < 2:
+            raise ValueError(f"values must hold at least 2 replicates for an interval, got {values.size}")
+        if not np.all(np.isfinite(values)):
+            raise ValueError(f"values must be finite, got {values.tolist()}")
+        if log_scale and np.any(values <= 0):
+            raise ValueError("values must be positive with log_scale=True")
+        work = np.log(values) if log_scale else values
+        n = work.size
+        mean, sd = float(work.mean()), float(work.std(ddof=1))
+        half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * sd / math.sqrt(n)
+        low, high = mean - half, mean + half
+        if log_scale:
+            mean, low, high = math.exp(mean), math.exp(low), math.exp(high)
+        method = (f"{'geometric ' if log_scale else ''}mean of {n} independent replicates, "
+                  f"{100 * level:.0f}% Student-t interval")
+        return cls(mean, low, high, n, level, method, values.tolist(),
+                   [] if seeds is None else [_plain(s) for s in seeds], sd)
+
+    @classmethod
+    def from_interval(cls, value, low, high, n_replicates: int, method: str, level: float = 0.95,
+                      replicates=(), seeds=()) -> "Estimate":
+        """An interval computed another way (a binomial interval, a delta method); ``method`` says how."""
+        if int(n_replicates) < 1:
+            raise ValueError(f"n_replicates must be at least 1, got {n_replicates!r}")
+        return cls(value, low, high, int(n_replicates), level, _require_text(method, "method"),
+                   [float(v) for v in replicates], [_plain(s) for s in seeds])
+
+    @classmethod
+    def win_fraction(cls, winners, claimed: str, seeds=None, level: float = 0.95) -> "Estimate":
+        """The fraction of replicates in which ``claimed`` ranked first, with a Wilson score interval."""
+        winners = [str(w) for w in winners]
+        if not winners:
+            raise ValueError("winners must name the winner of at least one replicate")
+        n, k = len(winners), sum(w == claimed for w in winners)
+        z = float(stats.norm.ppf(0.5 + level / 2))
+        p = k / n
+        centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+        half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+        return cls(p, min(p, centre - half), max(p, centre + half), n, level,
+                   f"fraction of {n} replicates won by {claimed}, Wilson score interval",
+                   [float(w == claimed) for w in winners], [] if seeds is None else [_plain(s) for s in seeds])
+
+    def text(self, digits: int = 3) -> str:
+        fmt = _number_format(digits)
+        return f"{fmt(self.value)} [{fmt(self.low)}, {fmt(self.high)}]"
+
+
+def _plain(seed):
+    """A seed as JSON: an int or a list of ints."""
+    if isinstance(seed, (list, tuple, np.ndarray)):
+        return [int(s) for s in seed]
+    return int(seed)
+
+
+def _number_format(digits):
+    def fmt(x):
+        x = float(x)
+        if math.isnan(x):
+            return "nan"
+        if math.isinf(x):
+            return "inf" if x > 0 else "-inf"
+        return f"{x:.{digits}g}"
+    return fmt
+
+
+# --------------------------------------------------------------------------------------------------
+# The decision rule, fixed before the run
+# --------------------------------------------------------------------------------------------------
+
+@dataclass
+class Rule:
+    """How a claim is decided: a quantity, a threshold taken from the paper, and the side the paper is on.
+
+    kind ``greater``: the paper's side is quantity > threshold; ``less``: quantity < threshold;
+    ``within``: low <= quantity <= high (a band the paper states, e.g. its own spread).
+    """
+    kind: str
+    quantity: str
+    threshold: float = float("nan")
+    low: float = float("nan")
+    high: float = float("nan")
+    why: str = ""            # where the threshold comes from in the paper
+
+    @classmethod
+    def greater(cls, quantity: str, threshold: float, why: str) -> "Rule":
+        return cls("greater", _require_text(quantity, "quantity"), _finite(threshold, "threshold"),
+                   why=_require_text(why, "why"))
+
+    @classmethod
+    def less(cls, quantity: str, threshold: float, why: str) -> "Rule":
+        return cls("less", _require_text(quantity, "quantity"), _finite(threshold, "threshold"),
+                   why=_require_text(why, "why"))
+
+    @classmethod
+    def within(cls, quantity: str, low: float, high: float, why: str) -> "Rule":
+        low, high = _finite(low, "low"), _finite(high, "high")
+        if not low < high:
+            raise ValueError(f"low must be below high, got [{low}, {high}]")
+        return cls("within", _require_text(quantity, "quantity"), low=low, high=high, why=_require_text(why, "why"))
+
+    def text(self) -> str:
+        if self.kind == "within":
+            side = f"{self.quantity} in [{self.low:g}, {self.high:g}]"
+        else:
+            side = f"{self.quantity} {'>' if self.kind == 'greater' else '<'} {self.threshold:g}"
+        return f"{side} ({self.why})"
+
+    def decide(self, estimate: Estimate) -> str:
+        """The outcome for an interval: on the paper's side, on the other side, or straddling."""
+        low, high = estimate.low, estimate.high
+        if math.isnan(low) or math.isnan(high):
+            return INCONCLUSIVE
+        if self.kind == "greater":
+            inside, outside = low > self.threshold, high < self.threshold
+        elif self.kind == "less":
+            inside, outside = high < self.threshold, low > self.threshold
+        elif self.kind == "within":
+            inside = self.low <= low and high <= self.high
+            outside = high < self.low or low > self.high
+        else:
+            raise ValueError(f"kind must be 'greater', 'less' or 'within', got {self.kind!r}")
+        return REPRODUCED if inside else NOT_REPRODUCED if outside else INCONCLUSIVE
+
+    def replicates_to_decide(self, estimate: Estimate) -> int | None:
+        """How many replicates would make the interval clear the nearest threshold, from the observed spread
+        (None when the spread is unknown or the mean sits on the threshold)."""
+        sd = estimate.spread
+        if not math.isfinite(sd) or sd <= 0 or estimate.method.startswith("geometric"):
+            return None
+        edges = [self.threshold] if self.kind != "within" else [self.low, self.high]
+        gap = min(abs(estimate.value - edge) for edge in edges)
+        if gap == 0:
+            return None
+        z = float(stats.norm.ppf(0.5 + estimate.level / 2))
+        return max(estimate.n_replicates + 1, math.ceil((z * sd / gap) ** 2))
+
+
+def _finite(value, name):
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return value
+
+
+# --------------------------------------------------------------------------------------------------
+# The claim record and the registry a chapter keeps
+# --------------------------------------------------------------------------------------------------
 
 @dataclass
 class Claim:
     id: str
-    statement: str
-    published: str      # the paper's number or wording, as text ("7.4", "higher than MALA")
-    reproduced: str     # ours, as text
-    holds: bool
-    profile: str
-    note: str = ""
+    statement: str           # the paper's statement, quoted or closely paraphrased
+    source: str              # where it stands: "Table 3", "Fig. 2", "Sec. 4.2"
+    published: str           # the published number(s), as text
+    rule: str                # the decision rule, as text ("" for old-form claims)
+    outcome: str = ""
+    reproduced: str = ""     # ours, with its interval, as text
+    estimate: dict | None = None
+    note: str = ""           # the cause found, what would decide it, what is missing and its cost
+    section: str = ""        # the label of the chapter section that decides it
+    wins: dict = field(default_factory=dict)   # for ranking claims: replicates won by each competitor
+    profile: str = ""
+    rule_spec: dict | None = None
 
-
-def _fmt(value) -> str:
-    if isinstance(value, float):
-        return "nan" if math.isnan(value) else f"{value:.4g}"
-    return str(value)
+    @property
+    def holds(self) -> bool:
+        """Kept for old callers: a claim 'holds' when it was reproduced."""
+        return self.outcome in (REPRODUCED, LEGACY_HOLDS)
 
 
 class ClaimsRegistry:
@@ -41,47 +266,170 @@ class ClaimsRegistry:
         self.stem = stem
         self.directory = CLAIMS_DIR if directory is None else Path(directory)
         self.claims: list[Claim] = []
+        self._declared: dict[str, tuple[Claim, Rule]] = {}
+
+    # The new form -----------------------------------------------------------------------------------
+
+    def declare(self, id: str, *, statement: str, source: str, published, rule: Rule, section: str = "") -> str:
+        """Fix a claim and its decision rule before the experiment runs; returns the rule as Markdown
+        (a chapter may show it above the experiment)."""
+        self._check_new_id(id)
+        if not isinstance(rule, Rule):
+            raise ValueError(f"rule must be a mcmc_lib.claims.Rule (Rule.greater / less / within), got {rule!r}")
+        claim = Claim(id, _require_text(statement, "statement"), _require_text(source, "source"),
+                      _require_text(_text(published), "published"), rule.text(), section=section,
+                      profile=active_profile(), rule_spec=asdict(rule))
+        self._declared[id] = (claim, rule)
+        return f"**Claim `{id}`** ({source}): {statement} *Decided by:* {rule.text()}."
+
+    def decide(self, id: str, estimate: Estimate, *, note: str = "", cause: str = "", wins: dict | None = None) -> str:
+        """Apply the declared rule to ``estimate`` and record the claim; returns its outcome.
+
+        A claim that is not reproduced needs ``cause`` (what was found, or "none found"; shown only for that
+        outcome, so a chapter may pass it before it knows the outcome); ``note`` says
+        anything else the reader needs (an inconclusive claim's note gets how many replicates would
+        decide it, computed from the observed spread)."""
+        if id not in self._declared:
+            raise ValueError(f"claim {id!r} was not declared: call declare() with its rule before the experiment")
+        if not isinstance(estimate, Estimate):
+            raise ValueError(f"estimate must be a mcmc_lib.claims.Estimate, got {type(estimate).__name__}")
+        claim, rule = self._declared.pop(id)
+        claim.outcome = rule.decide(estimate)
+        claim.estimate = asdict(estimate)
+        claim.reproduced = f"{estimate.text()} (R = {estimate.n_replicates})"
+        claim.wins = {str(k): int(v) for k, v in (wins or {}).items()}
+        parts = [note.strip()] if note.strip() else []
+        if claim.outcome == NOT_REPRODUCED:
+            parts.append("Cause: " + _require_text(cause, "cause (for a claim that is not reproduced; "
+                                                           "say 'none found' if none was)"))
+        if claim.outcome == INCONCLUSIVE:
+            needed = rule.replicates_to_decide(estimate)
+            parts.append(f"About {needed} replicates at this spread would decide it." if needed else
+                         "More replicates or longer runs would decide it.")
+        claim.note = " ".join(parts)
+        self.claims.append(claim)
+        return claim.outcome
+
+    def not_run(self, id: str, *, statement: str, source: str, published, missing: str, cost: str,
+                section: str = "") -> None:
+        """A claim this book cannot test here: what is missing and what running it would cost."""
+        self._check_new_id(id)
+        self._declared.pop(id, None)
+        self.claims.append(Claim(id, _require_text(statement, "statement"), _require_text(source, "source"),
+                                 _require_text(_text(published), "published"), "", NOT_RUN, "not run",
+                                 note=f"Missing: {_require_text(missing, 'missing')} Cost: {_require_text(cost, 'cost')}",
+                                 section=section, profile=active_profile()))
+
+    # The old form, kept until every chapter migrates -------------------------------------------------
 
     def add(self, id: str, statement: str, published, reproduced, holds, note: str = "") -> None:
-        """Record one claim (returns nothing, so a notebook cell shows no stray output)."""
-        if any(c.id == id for c in self.claims):
-            raise ValueError(f"id {id!r} is already recorded in chapter {self.stem!r}")
-        claim = Claim(id, statement, _fmt(published), _fmt(reproduced), bool(holds), active_profile(), note)
-        self.claims.append(claim)
+        """Old form (one run, holds or not): rendered as 'old form' on the scoreboard."""
+        self._check_new_id(id)
+        self.claims.append(Claim(id, statement, "", _text(published), "", LEGACY_HOLDS if holds else LEGACY_FAILS,
+                                 _text(reproduced), note=note, profile=active_profile()))
+
+    # Output ----------------------------------------------------------------------------------------
 
     def write(self) -> Path:
+        if self._declared:
+            raise ValueError(f"claims declared but never decided in chapter {self.stem!r}: {sorted(self._declared)}")
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self.directory / f"{self.stem}.json"
         path.write_text(json.dumps({"chapter": self.stem, "claims": [asdict(c) for c in self.claims]}, indent=2))
         return path
 
     def table(self):
-        """The claims as a styled table for the chapter's end (full statements, failures in red)."""
-        return style_claims(claims_frame([asdict(c) | {"chapter": self.stem} for c in self.claims]))
+        """The chapter's claims in the scoreboard's compact form (HTML)."""
+        from IPython.display import HTML
+        return HTML(claims_html(self.stem, [asdict(c) for c in self.claims], link_prefix=""))
+
+    def _check_new_id(self, id):
+        _require_text(id, "id")
+        if any(c.id == id for c in self.claims) or id in self._declared:
+            raise ValueError(f"id {id!r} is already recorded in chapter {self.stem!r}")
 
 
-def claims_frame(rows):
-    import pandas as pd
-    frame = pd.DataFrame(rows, columns=["chapter", "id", "statement", "published", "reproduced",
-                                        "holds", "profile", "note"])
-    frame["holds"] = frame["holds"].map({True: "yes", False: "NO"})
-    return frame
+def _text(value) -> str:
+    if isinstance(value, (float, np.floating)):
+        return _number_format(4)(value)
+    return str(value)
 
 
-def style_claims(frame):
-    """An HTML-ready Styler: no index, full text, 'NO' in bold red."""
-    return (frame.style.hide(axis="index")
-            .map(lambda v: "color: #b00020; font-weight: bold" if v == "NO" else "", subset=["holds"])
-            .set_properties(**{"text-align": "left", "white-space": "normal"})
-            .set_properties(subset=["statement"], **{"min-width": "24em"})
-            .set_properties(subset=["published", "reproduced", "note"], **{"min-width": "9em"}))
+# --------------------------------------------------------------------------------------------------
+# Reading and rendering (chapters and the scoreboard)
+# --------------------------------------------------------------------------------------------------
 
-
-def load_all_claims(directory: Path | None = None):
-    """Every chapter's claims from ``_build/claims/*.json`` as one DataFrame (for the scoreboard)."""
+def load_claims(directory: Path | None = None) -> dict:
+    """{chapter stem: [claim dicts]} from ``_build/claims/*.json``."""
     directory = CLAIMS_DIR if directory is None else Path(directory)
+    return {data["chapter"]: data["claims"]
+            for data in (json.loads(p.read_text()) for p in sorted(directory.glob("*.json")))}
+
+
+def outcome_counts(claims_by_chapter: dict, order=None):
+    """A DataFrame chapter x outcome of claim counts, chapters in ``order`` (e.g. the table of contents)."""
+    import pandas as pd
+    order = list(claims_by_chapter) if order is None else [c for c in order if c in claims_by_chapter]
+    rows = {stem: {o: sum(c["outcome"] == o for c in claims_by_chapter[stem]) for o in ALL_OUTCOMES}
+            for stem in order}
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=list(ALL_OUTCOMES)).fillna(0).astype(int)
+    return frame.loc[:, (frame.sum(axis=0) > 0) | frame.columns.isin(OUTCOMES)]
+
+
+BADGE_CLASS = {REPRODUCED: "reproduced", NOT_REPRODUCED: "not-reproduced", INCONCLUSIVE: "inconclusive",
+               NOT_RUN: "not-run", LEGACY_HOLDS: "legacy", LEGACY_FAILS: "legacy-fails"}
+
+
+def badge(outcome: str) -> str:
+    return f'<span class="claim-badge claim-{BADGE_CLASS.get(outcome, "legacy")}">{html.escape(outcome)}</span>'
+
+
+def claims_html(stem: str, claims: list, link_prefix: str = "") -> str:
+    """A compact table (claim, paper, ours, outcome) whose rows open to the full statement, source, rule and
+    note; the claim links to the section of its chapter that decides it. Narrow screens stack the cells
+    (book/_static/claims.css)."""
+    e = html.escape
     rows = []
-    for path in sorted(directory.glob("*.json")):
-        data = json.loads(path.read_text())
-        rows += [claim | {"chapter": data["chapter"]} for claim in data["claims"]]
-    return claims_frame(rows)
+    for c in claims:
+        page = f"{link_prefix}{stem}.html" if link_prefix else ""
+        anchor = f"{page}#{c['section']}" if c.get("section") else (page or "")
+        details = [f"<p>{e(c['statement'])}</p>"]
+        if c.get("source"):
+            details.append(f"<p><b>Source:</b> {e(c['source'])}</p>")
+        if c.get("rule"):
+            details.append(f"<p><b>Rule:</b> {e(c['rule'])}</p>")
+        estimate = c.get("estimate") or {}
+        if estimate.get("method"):
+            details.append(f"<p><b>Estimate:</b> {e(estimate['method'])}</p>")
+        if c.get("wins"):
+            wins = ", ".join(f"{e(k)} {v}" for k, v in c["wins"].items())
+            details.append(f"<p><b>Wins per replicate:</b> {wins}</p>")
+        if c.get("note"):
+            details.append(f"<p><b>Note:</b> {e(c['note'])}</p>")
+        if anchor:
+            details.append(f'<p><a href="{e(anchor)}">Where the chapter decides it</a></p>')
+        details.append(f"<p class=\"claim-meta\">id <code>{e(c['id'])}</code>, profile <code>{e(c.get('profile', ''))}</code></p>")
+        title = c["statement"] if len(c["statement"]) <= 110 else c["statement"][:107].rsplit(" ", 1)[0] + " ..."
+        rows.append(
+            "<tr>"
+            f'<td class="claim-text" data-label="Claim"><details><summary>{e(title)}</summary>{"".join(details)}</details></td>'
+            f'<td data-label="Paper">{e(c["published"])}</td>'
+            f'<td data-label="Ours">{e(c.get("reproduced", ""))}</td>'
+            f'<td data-label="Outcome">{badge(c["outcome"])}</td>'
+            "</tr>")
+    return ('<table class="claims-table"><thead><tr><th>Claim (click for statement, rule and note)</th>'
+            "<th>Paper</th><th>Ours [95% interval]</th><th>Outcome</th></tr></thead><tbody>"
+            + "".join(rows) + "</tbody></table>")
+
+
+def counts_html(counts, titles: dict | None = None) -> str:
+    """The scoreboard's summary: one row per chapter, a column per outcome, badges as headers."""
+    titles = titles or {}
+    head = "".join(f"<th>{badge(o)}</th>" for o in counts.columns)
+    body = "".join(
+        f'<tr><td data-label="Chapter"><a href="#claims-{stem}">{html.escape(titles.get(stem, stem))}</a></td>'
+        + "".join(f'<td data-label="{html.escape(o)}">{int(n)}</td>' for o, n in row.items()) + "</tr>"
+        for stem, row in counts.iterrows())
+    total = "".join(f"<td>{int(n)}</td>" for n in counts.sum(axis=0))
+    return (f'<table class="claims-counts"><thead><tr><th>Chapter</th>{head}</tr></thead>'
+            f"<tbody>{body}<tr class=\"claims-total\"><td>All</td>{total}</tr></tbody></table>")

@@ -74,7 +74,7 @@ def test_profiles(monkeypatch):
         profiles.active_profile()
 
 
-def test_claims_registry_round_trip(tmp_path, monkeypatch):
+def test_old_form_claims_still_round_trip(tmp_path, monkeypatch):
     monkeypatch.setenv("MCMC_BOOK_PROFILE", "smoke")
     registry = claims.ClaimsRegistry("demo", directory=tmp_path)
     registry.add("c1", "x beats y", 7.4, 7.31, True)
@@ -84,8 +84,10 @@ def test_claims_registry_round_trip(tmp_path, monkeypatch):
     path = registry.write()
     data = json.loads(path.read_text())
     assert data["chapter"] == "demo" and data["claims"][0]["published"] == "7.4"
-    frame = claims.load_all_claims(tmp_path)
-    assert list(frame["holds"]) == ["yes", "NO"] and set(frame["profile"]) == {"smoke"}
+    loaded = claims.load_claims(tmp_path)["demo"]
+    assert [c["outcome"] for c in loaded] == [claims.LEGACY_HOLDS, claims.LEGACY_FAILS]
+    assert {c["profile"] for c in loaded} == {"smoke"}
+    assert [c.holds for c in registry.claims] == [True, False]
     with pytest.raises(ValueError, match="stem"):
         claims.ClaimsRegistry("a/b")
 

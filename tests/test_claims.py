@@ -1,0 +1,103 @@
+"""The claim record: the outcome rule on intervals, estimates from replicates, refusals, rendering."""
+import json
+import math
+
+import numpy as np
+import pytest
+
+from mcmc_lib import claims
+from mcmc_lib.claims import Estimate, Rule
+
+
+def interval(low, high):
+    return Estimate.from_interval((low + high) / 2, low, high, 5, "given")
+
+
+@pytest.mark.parametrize("rule, expected", [
+    # an interval on each side of the threshold and one straddling it, for both directions
+    (Rule.greater("ratio", 1.0, "paper"), {(1.1, 1.3): claims.REPRODUCED, (0.7, 0.9): claims.NOT_REPRODUCED,
+                                           (0.9, 1.2): claims.INCONCLUSIVE}),
+    (Rule.less("error", 1.0, "paper"), {(0.7, 0.9): claims.REPRODUCED, (1.1, 1.3): claims.NOT_REPRODUCED,
+                                        (0.9, 1.2): claims.INCONCLUSIVE}),
+    (Rule.within("rate", 0.5, 0.6, "paper"), {(0.52, 0.58): claims.REPRODUCED, (0.62, 0.7): claims.NOT_REPRODUCED,
+                                              (0.3, 0.45): claims.NOT_REPRODUCED, (0.55, 0.65): claims.INCONCLUSIVE,
+                                              (0.4, 0.7): claims.INCONCLUSIVE}),
+])
+def test_outcome_rule_on_each_side_and_straddling(rule, expected):
+    for (low, high), outcome in expected.items():
+        assert rule.decide(interval(low, high)) == outcome, (rule.kind, low, high)
+
+
+def test_estimate_from_replicates_is_a_student_t_interval():
+    values = [1.0, 2.0, 3.0, 4.0]
+    est = Estimate.from_replicates(values, seeds=[[7, i] for i in range(4)])
+    half = 3.182446305284263 * np.std(values, ddof=1) / 2       # t_{0.975, 3} sd / sqrt(4)
+    assert est.value == 2.5 and math.isclose(est.high - est.value, half, rel_tol=1e-9)
+    assert est.n_replicates == 4 and est.seeds[2] == [7, 2] and est.replicates == values
+    geo = Estimate.from_replicates([1.0, 4.0], log_scale=True)
+    assert math.isclose(geo.value, 2.0) and geo.low < 2.0 < geo.high
+    with pytest.raises(ValueError, match="at least 2"):
+        Estimate.from_replicates([1.0])
+    with pytest.raises(ValueError, match="finite"):
+        Estimate.from_replicates([1.0, float("nan")])
+
+
+def test_win_fraction_counts_the_claimed_winner():
+    est = Estimate.win_fraction(["M-CMA", "AM", "M-CMA", "M-CMA"], "M-CMA")
+    assert est.value == 0.75 and 0 <= est.low < 0.75 < est.high <= 1
+    # a winner in every replicate: the interval still admits less than certainty
+    sure = Estimate.win_fraction(["A"] * 8, "A")
+    assert sure.value == 1.0 and sure.low < 1.0 and sure.high == 1.0
+
+
+def test_inconclusive_claim_says_how_many_replicates_would_decide(tmp_path):
+    registry = claims.ClaimsRegistry("demo", directory=tmp_path)
+    registry.declare("bnn", statement="PL with non-reversible u is 1.25x better", source="Sec. 6, Table 3",
+                     published="1.25x", rule=Rule.greater("ratio of tau", 1.0, "the paper's direction"))
+    # mean 1.1, sd 0.4 over 4 replicates: the interval straddles 1
+    assert registry.decide("bnn", Estimate.from_replicates([0.7, 1.5, 0.8, 1.4])) == claims.INCONCLUSIVE
+    note = registry.claims[0].note
+    needed = math.ceil((1.959963984540054 * np.std([0.7, 1.5, 0.8, 1.4], ddof=1) / 0.1) ** 2)
+    assert f"About {needed} replicates" in note
+
+
+def test_a_claim_without_source_or_rule_is_refused(tmp_path):
+    registry = claims.ClaimsRegistry("demo", directory=tmp_path)
+    rule = Rule.greater("x", 0.0, "paper")
+    with pytest.raises(ValueError, match="source"):
+        registry.declare("a", statement="s", source="", published="1", rule=rule)
+    with pytest.raises(ValueError, match="rule"):
+        registry.declare("a", statement="s", source="Table 1", published="1", rule="x > 0")
+    with pytest.raises(ValueError, match="why"):
+        Rule.greater("x", 0.0, "")
+    with pytest.raises(ValueError, match="not declared"):
+        registry.decide("never", interval(1, 2))
+    registry.declare("b", statement="s", source="Table 1", published="1", rule=rule)
+    with pytest.raises(ValueError, match="declared but never decided"):
+        registry.write()
+    with pytest.raises(ValueError, match="cause"):
+        registry.decide("b", interval(-2, -1))          # not reproduced needs a cause
+
+
+def test_new_form_round_trip_and_rendering(tmp_path, monkeypatch):
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "smoke")
+    registry = claims.ClaimsRegistry("demo", directory=tmp_path)
+    registry.declare("up", statement="A beats B <by far>", source="Table 2", published="2.1x",
+                     rule=Rule.greater("A / B", 1.0, "the paper's ranking"), section="sec-demo")
+    registry.decide("up", Estimate.from_replicates([2.0, 2.2, 1.9]), wins={"A": 3, "B": 0})
+    registry.declare("down", statement="C is small", source="Fig. 3", published="0.1",
+                     rule=Rule.less("C", 0.2, "read off Fig. 3"))
+    registry.decide("down", Estimate.from_replicates([0.3, 0.35, 0.32]), cause="none found")
+    registry.not_run("big", statement="D at N = 10^6", source="Sec. 5", published="0.5",
+                     missing="MNIST training set", cost="66 hours per repeat on 2 cores")
+    registry.write()
+    loaded = claims.load_claims(tmp_path)["demo"]
+    assert [c["outcome"] for c in loaded] == [claims.REPRODUCED, claims.NOT_REPRODUCED, claims.NOT_RUN]
+    assert loaded[1]["note"] == "Cause: none found" and loaded[0]["wins"] == {"A": 3, "B": 0}
+    assert json.loads(json.dumps(loaded))[0]["estimate"]["n_replicates"] == 3
+    page = claims.claims_html("demo", loaded, link_prefix="./")
+    assert "./demo.html#sec-demo" in page and "&lt;by far&gt;" in page
+    assert page.count("<tr>") == 4 and "claim-not-run" in page
+    counts = claims.outcome_counts({"demo": loaded})
+    assert counts.loc["demo", claims.REPRODUCED] == 1 and counts.loc["demo", claims.NOT_RUN] == 1
+    assert claims.LEGACY_HOLDS not in counts.columns
