@@ -15,13 +15,22 @@ export OMP_NUM_THREADS ?= 1
 export OPENBLAS_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: help env book test unit sync nbval book-smoke bench export references clean
+.PHONY: help env book test unit sync nbval book-smoke bench export references paper clean
 
 help:
-	@echo "make book   - build the HTML book at _build/html/index.html (MCMC_BOOK_PROFILE=default)"
-	@echo "make test   - unit tests, literate-module sync, nbval at smoke size, strict smoke build"
-	@echo "make bench  - benchmarks/ -> benchmarks/results/*.json"
-	@echo "make export - regenerate mcmc_lib/methods from the chapters' exported cells"
+	@echo "make book       - build the HTML book at _build/html/index.html (MCMC_BOOK_PROFILE=default)"
+	@echo "make test       - what CI runs: unit, sync, nbval and book-smoke below"
+	@echo "make unit       - the pytest unit tests (tests/)"
+	@echo "make sync       - check that mcmc_lib/methods is in sync with the chapters' exported cells"
+	@echo "make nbval      - execute every chapter as a notebook at the smoke profile"
+	@echo "make book-smoke - strict (-W) book build at the smoke profile, then the HTML checks"
+	@echo "make bench      - benchmarks/ -> benchmarks/results/*.json"
+	@echo "make export     - regenerate mcmc_lib/methods from the chapters' exported cells"
+	@echo "make references - re-record the smoke-size reference values (tests/reference/)"
+	@echo "make paper      - run chapters at the paper profile into results/paper/ (CHAPTERS=\"kmc mcma\" picks; resumes)"
+	@echo "make env        - create .venv with the pins of requirements.txt"
+	@echo "make clean      - remove _build (the book, the unit cache, executed notebooks)"
+	@echo "make help       - this list"
 
 # The virtual environment, rebuilt when the pins change.
 $(STAMP): requirements.txt pyproject.toml
@@ -70,6 +79,14 @@ export: $(STAMP)
 # Re-record the committed smoke-size reference values (after an intended change of results).
 references: $(STAMP)
 	MCMC_BOOK_PROFILE=smoke MCMC_BOOK_UPDATE_REFERENCES=1 $(MAKE) nbval
+
+# The paper profile: execute chapters (all that call largest_scale, or CHAPTERS="kmc mcma") with
+# nbclient and write their results to results/paper/ (README, "Running at scale"). Finished units
+# are cached in _build/cache/units, so an interrupted run resumes; MCMC_BOOK_JOBS and
+# MCMC_BOOK_DASK_SCHEDULER choose where units run.
+paper: $(STAMP)
+	MCMC_BOOK_PROFILE=paper $(BIN)/python -m mcmc_lib.store \
+	    $(if $(filter command line,$(origin CHAPTERS)),$(basename $(notdir $(CHAPTERS))))
 
 clean:
 	rm -rf _build

@@ -1,0 +1,334 @@
+"""The committed store of paper-profile results, and the largest-scale results available.
+
+A paper-profile run takes hours, so its results are committed: ``results/paper/<chapter>/<name>.json``
+holds every unit's parameters, seed, compute time and result (a summary), and the run's provenance
+(commit, profile, machine, cores and jobs, date, wall time, a hash of the code). A chapter asks for an
+experiment's results through one call, at every profile::
+
+    units = [Unit(trial, dict(n=n, dim=dim), seed=[SEED, i, r])
+             for i, (n, dim) in enumerate(GRID) for r in range(SIZES["repeats"])]
+    fig2 = largest_scale("kmc", "fig2", units, sizes=SIZES)
+    rows = [{**params, **result} for params, result in zip(fig2.params, fig2.values)]
+    display(Markdown(fig2.provenance))    # which scale, which commit, whether the code changed since
+
+- at the ``paper`` profile it runs the units (cached and resumable: ``mcmc_lib.units``) and writes
+  the store;
+- at ``default`` it returns the stored paper-profile results when they exist, else runs the units of
+  the active profile; the provenance line says which, and whether the code (mcmc_lib and the unit
+  functions) has changed since the stored run;
+- at ``smoke`` it always runs the units, so that CI exercises the code and the regression references
+  stay smoke-size. ``MCMC_BOOK_STORE=on`` or ``off`` overrides this for default and smoke.
+
+The results come back with their parameters (``params``, ``seeds``) and the ``sizes`` they were run
+at, so a chapter builds its tables from what was run, not from the active profile's sizes.
+
+``python -m mcmc_lib.store [chapter ...]`` (``make paper``) executes chapters at the paper profile,
+which fills the store: by default every chapter that calls ``largest_scale``.
+"""
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import units as unit_runner
+from .profiles import active_profile
+
+STORE_ENV = "MCMC_BOOK_STORE"
+STORE_FORMAT = 1
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
+
+
+def store_directory(store_dir=None) -> Path:
+    """``results/paper`` at the repository root, unless ``store_dir`` is given."""
+    return Path(store_dir) if store_dir is not None else unit_runner.repository_root() / "results" / "paper"
+
+
+def store_path(chapter: str, name: str, store_dir=None) -> Path:
+    for label, value in (("chapter", chapter), ("name", name)):
+        if not isinstance(value, str) or not _NAME.match(value):
+            raise ValueError(f"{label} must be a file-name-safe string (letters, digits, _ . -), got {value!r}")
+    return store_directory(store_dir) / chapter / f"{name}.json"
+
+
+# ---------------------------------------------------------------- provenance
+
+
+def experiment_code(units) -> dict:
+    """What code an experiment's units run: a fingerprint of each function (with the notebook-level code
+    it reaches), the generated method modules they may reach, and the hash of mcmc_lib over those."""
+    functions, methods = {}, frozenset()
+    for unit in units:
+        name = unit_runner.function_name(unit.fn)
+        if name not in functions:
+            functions[name], reached = unit_runner.function_fingerprint(unit.fn)
+            methods = None if methods is None or reached is None else methods | reached
+    library = unit_runner.library_code_hash(methods)
+    code = hashlib.sha256(json.dumps([sorted(functions.items()), library]).encode()).hexdigest()
+    return {"code_hash": code, "functions": functions, "library_hash": library,
+            "methods": None if methods is None else sorted(methods)}
+
+
+def code_changes(stored: dict, units) -> list[str]:
+    """What changed since a stored run: "mcmc_lib" (its sources over the method modules the stored run
+    reached) and/or "the experiment's functions" (a unit function now in use whose fingerprint differs
+    from the stored one, or that the stored run did not have)."""
+    methods = stored.get("methods")
+    library = unit_runner.library_code_hash(None if methods is None else frozenset(methods))
+    functions = experiment_code(units)["functions"] if units else {}
+    changes = ["mcmc_lib"] if library != stored["library_hash"] else []
+    if any(stored["functions"].get(name) != digest for name, digest in functions.items()):
+        changes.append("the experiment's functions")
+    return changes
+
+
+def git_commit() -> tuple[str, bool]:
+    """(HEAD's abbreviated hash, whether mcmc_lib/ or book/ has uncommitted changes); ("unknown", False)
+    outside a git checkout."""
+    root = unit_runner.repository_root()
+
+    def git(*args):
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
+                              check=True, timeout=30).stdout.strip()
+    try:
+        commit = git("rev-parse", "--short=12", "HEAD")
+        dirty = bool(git("status", "--porcelain", "--untracked-files=no", "--", "mcmc_lib", "book"))
+    except (OSError, subprocess.SubprocessError):
+        return "unknown", False
+    return commit, dirty
+
+
+def machine() -> dict:
+    """The machine a run came from: platform, CPU model, cores, Python and numpy."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as file:
+            cpu = next(line.split(":", 1)[1].strip() for line in file if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return {"platform": platform.platform(), "cpu": cpu, "cores": os.cpu_count(),
+            **unit_runner.environment()}
+
+
+def _provenance(units, stats, profile: str) -> dict:
+    commit, dirty = git_commit()
+    seconds = stats.unit_seconds
+    return {"profile": profile, "commit": commit, "uncommitted_changes": dirty,
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "machine": machine(), "backend": stats.backend, "jobs": stats.jobs,
+            "n_units": stats.n_units, "n_from_cache": stats.n_cached,
+            "wall_seconds": round(stats.wall_seconds, 3),
+            "unit_seconds_total": round(sum(seconds), 3), "unit_seconds_max": round(max(seconds, default=0), 3),
+            **experiment_code(units)}
+
+
+# ---------------------------------------------------------------- the store on disk
+
+
+def write_store(chapter: str, name: str, units, results, stats, sizes=None, profile: str = "paper",
+                store_dir=None) -> Path:
+    """Write an experiment's unit results and provenance to ``results/paper/<chapter>/<name>.json``."""
+    return _write(store_path(chapter, name, store_dir), _provenance(units, stats, profile), units, results,
+                  stats.unit_seconds, sizes)
+
+
+def _write(path: Path, provenance: dict, units, results, seconds, sizes) -> Path:
+    """One line per unit, so that a refresh shows in a diff as the units that changed."""
+    chapter, name = path.parent.name, path.stem
+    header = {"experiment": f"{chapter}/{name}", "format": STORE_FORMAT, "provenance": provenance,
+              "sizes": unit_runner.encode(sizes, "sizes")}
+    rows = [{"function": unit_runner.function_name(unit.fn), "params": unit_runner.encode(unit.params, "params"),
+             "seed": unit.seed, "seconds": round(unit_seconds, 3),
+             "result": unit_runner.encode(result, f"the result of units[{i}]")}
+            for i, (unit, result, unit_seconds) in enumerate(zip(units, results, seconds))]
+    head = json.dumps(header, indent=1, sort_keys=True)
+    lines = ",\n".join("  " + json.dumps(row) for row in rows)   # a result's keys keep their order
+    text = head[:-2] + ',\n "units": [\n' + lines + "\n ]\n}\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(text)
+    os.replace(temporary, path)
+    return path
+
+
+def read_store(chapter: str, name: str, store_dir=None) -> dict | None:
+    """The stored record with values decoded (arrays, numpy scalars and tuples restored), or None."""
+    path = store_path(chapter, name, store_dir)
+    if not path.exists():
+        return None
+    record = json.loads(path.read_text())
+    if record.get("format") != STORE_FORMAT:
+        raise ValueError(f"{path} has store format {record.get('format')!r}; this mcmc_lib reads {STORE_FORMAT}")
+    record["sizes"] = unit_runner.decode(record["sizes"])
+    for row in record["units"]:
+        row["params"], row["result"] = unit_runner.decode(row["params"]), unit_runner.decode(row["result"])
+    return record
+
+
+# ---------------------------------------------------------------- the largest scale available
+
+
+@dataclass
+class ExperimentResults:
+    """An experiment's unit results with where they came from."""
+    values: list                     # unit results, in the order of the units that produced them
+    params: list                     # those units' parameters
+    seeds: list
+    sizes: object                    # the sizes they were run at (as given to largest_scale)
+    profile: str                     # the profile whose scale they have
+    source: str                      # "store" (committed paper-profile results) or "run" (this build)
+    code_changed: bool               # store: the code differs from the stored run's; run: False
+    provenance: str                  # one line for the page
+    record: dict = field(default_factory=dict)   # the full provenance
+
+
+def use_store(profile: str) -> bool:
+    """Whether a default or smoke build shows stored paper-profile results (see the module docstring)."""
+    setting = os.environ.get(STORE_ENV, "auto").strip().lower() or "auto"
+    if setting not in ("auto", "on", "off"):
+        raise ValueError(f"{STORE_ENV} must be auto, on or off, got {setting!r}")
+    return setting == "on" or (setting == "auto" and profile == "default")
+
+
+def largest_scale(chapter: str, name: str, units, sizes=None, store_dir=None,
+                  **run_options) -> ExperimentResults:
+    """The largest-scale results available for experiment ``chapter/name``: at the paper profile, run
+    ``units`` and write the store; otherwise the stored paper-profile results if there are any (and the
+    profile uses them), else ``units`` run now. ``run_options`` go to ``mcmc_lib.units.run_units`` (label,
+    jobs, scheduler, cache, progress)."""
+    units = list(units)
+    profile = active_profile()
+    path = store_path(chapter, name, store_dir)
+    if profile != "paper" and use_store(profile):
+        record = read_store(chapter, name, store_dir)
+        if record is not None:
+            return _from_store(record, units, path)
+    run_options.setdefault("label", f"{chapter}/{name}")
+    results, stats = unit_runner.run_with_stats(units, **run_options)
+    provenance = _provenance(units, stats, profile)
+    written = _write(path, provenance, units, results, stats.unit_seconds, sizes) if profile == "paper" else None
+    return ExperimentResults(results, [u.params for u in units], [u.seed for u in units], sizes, profile, "run",
+                             False, _describe_run(provenance, path, written), provenance)
+
+
+def _from_store(record, units, path) -> ExperimentResults:
+    stored = record["provenance"]
+    changed = code_changes(stored, units)
+    rows = record["units"]
+    return ExperimentResults([r["result"] for r in rows], [r["params"] for r in rows], [r["seed"] for r in rows],
+                             record["sizes"], stored["profile"], "store", bool(changed),
+                             _describe_store(stored, path, changed), stored)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _commit(provenance) -> str:
+    return provenance["commit"] + (" with uncommitted changes" if provenance.get("uncommitted_changes") else "")
+
+
+def _describe_store(stored, path, changed) -> str:
+    since = ("the code is unchanged since" if not changed else
+             f"{' and '.join(changed)} changed since, so a rerun (make paper) may differ")
+    return (f"{stored['profile'].capitalize()}-profile results from the committed store "
+            f"({path.parent.name}/{path.name}: {stored['n_units']} units, commit {_commit(stored)}, "
+            f"{stored['date'][:10]}, {_duration(stored['unit_seconds_total'])} of computing on "
+            f"{stored['machine']['cores']} cores); {since}.")
+
+
+def _describe_run(provenance, path, written) -> str:
+    profile = provenance["profile"]
+    head = (f"{profile.capitalize()}-profile results computed in this {'run' if written else 'build'} "
+            f"({provenance['n_units']} units, commit {_commit(provenance)})")
+    if written is not None:
+        return f"{head}, written to the store ({path.parent.name}/{path.name})."
+    if path.exists():
+        return f"{head}; the stored paper-profile results are not used at the {profile} profile."
+    return f"{head}; no paper-profile results are stored for this experiment yet."
+
+
+# ---------------------------------------------------------------- make paper
+
+
+def chapters_using_store(book_dir: Path) -> list[str]:
+    """Chapters whose source calls largest_scale (and so fill the store at the paper profile)."""
+    return [p.stem for p in sorted(book_dir.glob("*.md")) if "largest_scale(" in p.read_text()]
+
+
+def execute_chapter(chapter: Path, out_dir: Path) -> bool:
+    """Execute a chapter (jupytext notebook) in book/ with nbclient; the executed notebook goes to
+    ``out_dir``. True if every cell ran."""
+    import jupytext
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    notebook = jupytext.read(chapter)
+    started = {}
+
+    def cell_started(cell, cell_index, **_):
+        started[cell_index] = time.perf_counter()
+
+    def cell_done(cell, cell_index, **_):
+        seconds = time.perf_counter() - started.get(cell_index, time.perf_counter())
+        if seconds >= 10:                         # long cells only: a heartbeat, not a log of every cell
+            print(f"[{time.strftime('%H:%M:%S')}] {chapter.stem}: cell {cell_index + 1}/{len(notebook.cells)} "
+                  f"took {_duration(seconds)}", flush=True)
+
+    client = NotebookClient(notebook, timeout=None, kernel_name="python3",
+                            resources={"metadata": {"path": str(chapter.parent)}},
+                            on_cell_start=cell_started, on_cell_executed=cell_done)
+    try:
+        client.execute()
+        return True
+    except CellExecutionError as error:
+        print(f"{chapter.stem}: a cell failed (finished units stay cached; rerun to resume):\n{error}",
+              file=sys.stderr)
+        return False
+    finally:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        nbformat.write(notebook, out_dir / f"{chapter.stem}.ipynb")
+
+
+def main(argv=None) -> int:
+    """``python -m mcmc_lib.store [chapter ...]``: execute chapters at the paper profile."""
+    root = unit_runner.repository_root()
+    book_dir, out_dir = root / "book", root / "_build" / "paper"
+    stems = list(sys.argv[1:] if argv is None else argv) or chapters_using_store(book_dir)
+    if not stems:
+        print("No chapter calls largest_scale yet; name chapters to run them anyway.", file=sys.stderr)
+        return 1
+    missing = [stem for stem in stems if not (book_dir / f"{stem}.md").exists()]
+    if missing:
+        print(f"No chapter {', '.join(missing)} in {book_dir}", file=sys.stderr)
+        return 1
+    os.environ["MCMC_BOOK_PROFILE"] = "paper"     # the kernels inherit it
+    failed = []
+    for stem in stems:
+        start = time.perf_counter()
+        print(f"[{time.strftime('%H:%M:%S')}] {stem}: executing at the paper profile", flush=True)
+        if not execute_chapter(book_dir / f"{stem}.md", out_dir):
+            failed.append(stem)
+        print(f"[{time.strftime('%H:%M:%S')}] {stem}: {'failed' if stem in failed else 'done'} after "
+              f"{_duration(time.perf_counter() - start)}", flush=True)
+    print(f"Stored results: {store_directory()}; executed notebooks: {out_dir}")
+    if failed:
+        print(f"Failed: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

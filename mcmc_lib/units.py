@@ -1,0 +1,741 @@
+"""Experiments as units: independent pieces of an experiment, run in parallel and cached on disk.
+
+A *unit* is one independent piece of an experiment (one repeat, one grid cell, one data set): a
+function, its keyword parameters and its own seed. ``run_units`` runs a list of units and returns
+their results in the order of the list::
+
+    def trial(seed, n, dim):                      # top level of a module or of a notebook cell
+        rng = np.random.default_rng(seed)         # the unit's only source of randomness
+        ...
+        return {"ess": ess, "accept": accept}     # a summary: what a table, figure or claim needs
+
+    units = [Unit(trial, dict(n=n, dim=dim), seed=[SEED, i, r])
+             for i, (n, dim) in enumerate(GRID) for r in range(SIZES["repeats"])]
+    results = run_units(units, label="Figure 2")  # results[k] is trial(seed=..., **params) of units[k]
+
+The function is called as ``fn(seed=seed, **params)``. ``mcmc_lib.store.largest_scale`` wraps this
+for a chapter: paper-profile results from the committed store where they exist, with provenance.
+
+**Where units run.** On the local cores through joblib's loky processes; ``MCMC_BOOK_JOBS`` sets how
+many (default: every core). With one job, or a single unit left to compute, units run one after the
+other in this process, with no pool to start. When ``MCMC_BOOK_DASK_SCHEDULER`` gives the address of
+a Dask distributed scheduler (``tcp://host:8786``), units run on that cluster instead; its workers
+need the same environment (the pins of requirements.txt and mcmc_lib importable). A function
+defined in a notebook cell travels to the workers by value (cloudpickle), with the globals it uses.
+
+**Seeds.** A seed is a non-negative int or a non-empty list/tuple of them, handed to the unit, which
+makes its generator with ``np.random.default_rng(seed)``. The convention is ``seed=[SEED, i, j]``:
+the chapter's SEED and the unit's indices in its grid, so adding a row to a grid leaves every other
+unit's stream as it was. Each unit runs with BLAS limited to one thread, so its result is identical
+bit for bit whatever the number of workers or the backend (on one kind of CPU: BLAS kernels differ
+between CPU types).
+
+**What a unit takes and returns.** Parameters and results are JSON-like: None, bool, int, float,
+str, lists, tuples, dicts with str keys, numpy arrays (bool, int, float, str) and numpy scalars.
+Anything else raises ValueError naming the parameter, or where in the result it sits. So a unit
+returns a summary (ESS, errors, acceptance, a thinned trace for a figure), never a sampler object
+or a raw chain of millions of draws: results are cached, and paper-profile ones committed.
+
+**The cache.** Each result is written to disk (atomically) as soon as its unit finishes, under
+``_build/cache/units/`` at the repository root; ``MCMC_BOOK_CACHE=<directory>`` moves it and
+``MCMC_BOOK_CACHE=off`` disables it. The key is a hash of
+
+- the function's module, qualified name and source; the sources of the notebook-level functions and
+  classes it reaches through its globals (transitively: anything not from an installed package or
+  from mcmc_lib); the values of the globals it reads (hashed by their pickle);
+- the parameters and the seed;
+- the sources of mcmc_lib: every module, except generated ``mcmc_lib/methods/<chapter>.py`` modules
+  that the unit cannot reach (found from its globals and the modules' imports); and the versions
+  of Python, numpy and scipy.
+
+So a change to the unit, to a helper it calls, to a global it reads, or to mcmc_lib recomputes the
+unit; anything else loads it. An interrupted run resumes with the units it had not finished. What
+the key cannot see: other installed packages (fixed by the pins), data files read by path (put a
+checksum or version among the parameters), and user modules imported by the unit's helpers'
+modules. ``rm -rf _build/cache/units`` (or ``make clean``) empties the cache.
+"""
+from __future__ import annotations
+
+import dis
+import hashlib
+import importlib.metadata
+import inspect
+import io
+import json
+import os
+import pickle
+import platform
+import site
+import sys
+import sysconfig
+import tempfile
+import threading
+import time
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+JOBS_ENV = "MCMC_BOOK_JOBS"
+SCHEDULER_ENV = "MCMC_BOOK_DASK_SCHEDULER"
+CACHE_ENV = "MCMC_BOOK_CACHE"
+CACHE_FORMAT = 1                     # bump to invalidate every cached result at once
+_OFF = ("off", "0", "false", "no", "none")
+
+
+def repository_root() -> Path:
+    """The book's repository (mcmc_lib's parent) when mcmc_lib runs from it, else the working directory."""
+    root = PACKAGE_DIR.parent
+    return root if (root / "_toc.yml").exists() else Path.cwd()
+
+
+# ---------------------------------------------------------------- units
+
+
+class Unit:
+    """One independent piece of an experiment: ``fn(seed=seed, **params)``.
+
+    ``params`` is a dict of JSON-like keyword parameters; ``seed`` a non-negative int or a list/tuple
+    of them (convention: ``[SEED, i, j]``). Both are checked here, so a bad one fails before any run.
+    """
+    __slots__ = ("fn", "params", "seed")
+
+    def __init__(self, fn, params: Mapping | None = None, seed=None):
+        if not callable(fn):
+            raise ValueError(f"fn must be callable, got {fn!r}")
+        self.fn = fn
+        self.params = _checked_params(fn, {} if params is None else params)
+        self.seed = canonical_seed(seed)
+
+    def __repr__(self) -> str:
+        return f"Unit({function_name(self.fn)}, {self.params!r}, seed={self.seed!r})"
+
+
+def _checked_params(fn, params) -> dict:
+    if not isinstance(params, Mapping):
+        raise ValueError(f"params must be a dict of keyword parameters, got {type(params).__name__}")
+    for name, value in params.items():
+        if not isinstance(name, str):
+            raise ValueError(f"parameter names must be str, got {name!r} for a unit of {function_name(fn)}")
+        if name == "seed":
+            raise ValueError("params must not contain 'seed': it is given apart, Unit(fn, params, seed=...)")
+        try:
+            encode(value, where=f"parameter {name!r}", convert=False)
+        except ValueError as error:
+            raise ValueError(f"{error} (a parameter of a unit of {function_name(fn)})") from None
+    return dict(params)
+
+
+def function_name(fn) -> str:
+    """``module.qualname`` of a unit's function (of its class for a callable object)."""
+    module = getattr(fn, "__module__", None) or type(fn).__module__
+    qualname = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+    return f"{module}.{qualname}"
+
+
+def canonical_seed(seed):
+    """A seed as an int or a list of ints (a tuple becomes a list: numpy reads both the same)."""
+    def entry(value):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise ValueError(f"seed must be a non-negative int or a non-empty list/tuple of them "
+                             f"(e.g. [SEED, i, j]), got {seed!r}")
+        return int(value)
+
+    if isinstance(seed, (list, tuple)):
+        if not seed:
+            raise ValueError(f"seed must not be an empty {type(seed).__name__}")
+        return [entry(value) for value in seed]
+    return entry(seed)
+
+
+# ---------------------------------------------------------------- JSON-like values
+
+_ARRAY_KINDS = "biufU"               # bool, int, unsigned, float, str: exact through JSON
+_MARKERS = ("__ndarray__", "__tuple__", "__numpy__")
+
+
+def encode(value, where: str = "value", convert: bool = True):
+    """``value`` as plain JSON types, numpy arrays, numpy scalars and tuples marked so that ``decode``
+    restores them exactly. With ``convert=False`` only checks. ValueError names ``where`` the value
+    that JSON cannot hold sits."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, (np.generic, np.ndarray)):
+        return _encode_numpy(value, where, convert)
+    if isinstance(value, (int, float)):
+        return value
+    if isinstance(value, tuple):
+        items = [encode(item, f"{where}[{i}]", convert) for i, item in enumerate(value)]
+        return {"__tuple__": items} if convert else None
+    if isinstance(value, list):
+        items = [encode(item, f"{where}[{i}]", convert) for i, item in enumerate(value)]
+        return items if convert else None
+    if isinstance(value, dict):
+        for key in value:
+            if not isinstance(key, str) or key in _MARKERS:
+                raise ValueError(f"{where} has the key {key!r}: keys must be str (and not {_MARKERS})")
+        items = {key: encode(item, f"{where}[{key!r}]", convert) for key, item in value.items()}
+        return items if convert else None
+    raise ValueError(f"{where} has type {type(value).__name__}, which is not JSON-like: use None, bool, "
+                     f"int, float, str, lists, tuples, dicts with str keys, numpy arrays or scalars")
+
+
+def _encode_numpy(value, where, convert):
+    if value.dtype.kind not in _ARRAY_KINDS:
+        raise ValueError(f"{where} is numpy data of dtype {value.dtype}: only bool, int, float and str "
+                         f"dtypes are JSON-like")
+    if not convert:
+        return None
+    if isinstance(value, np.generic):
+        return {"__numpy__": value.item(), "dtype": value.dtype.str}
+    return {"__ndarray__": value.tolist(), "dtype": value.dtype.str, "shape": list(value.shape)}
+
+
+def decode(value):
+    """The inverse of ``encode``: arrays, numpy scalars and tuples come back with their dtypes and types."""
+    if isinstance(value, list):
+        return [decode(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    if "__ndarray__" in value:
+        return np.array(value["__ndarray__"], dtype=np.dtype(value["dtype"])).reshape(value["shape"])
+    if "__numpy__" in value:
+        return np.dtype(value["dtype"]).type(value["__numpy__"])
+    if "__tuple__" in value:
+        return tuple(decode(item) for item in value["__tuple__"])
+    return {key: decode(item) for key, item in value.items()}
+
+
+# ---------------------------------------------------------------- what code a unit runs
+
+
+def _sha(text) -> str:
+    data = text if isinstance(text, bytes) else str(text).encode()
+    return hashlib.sha256(data).hexdigest()
+
+
+@lru_cache(maxsize=1)
+def _library_paths() -> tuple:
+    """Directories of the standard library and of installed packages."""
+    paths = {sysconfig.get_paths()[name] for name in ("stdlib", "platstdlib", "purelib", "platlib")}
+    paths.update(site.getsitepackages() + [site.getusersitepackages()])
+    return tuple(str(Path(p).resolve()) + os.sep for p in paths if p)
+
+
+def is_library_module(name) -> bool:
+    """True for mcmc_lib (hashed as a whole), the standard library and installed packages; False for
+    notebook-level code: ``__main__``, a notebook's cells, a test module, a script next to a chapter."""
+    if not name or name == "__main__":
+        return False
+    if name == "mcmc_lib" or name.startswith("mcmc_lib."):
+        return True
+    module = sys.modules.get(name)
+    if module is None:
+        return False
+    path = getattr(module, "__file__", None)
+    if path is None:
+        return name in sys.builtin_module_names
+    return str(Path(path).resolve()).startswith(_library_paths())
+
+
+def _hashed(kind, digest):
+    """What the hashing pickler writes in place of notebook-level code (never called)."""
+
+
+class _HashPickler(pickle.Pickler):
+    """A pickler for hashing only: notebook-level functions, classes and modules are replaced by their
+    fingerprints (sources, not code objects, whose file names change between sessions)."""
+
+    def __init__(self, file, fingerprint):
+        super().__init__(file, protocol=5)
+        self._fingerprint = fingerprint
+
+    def reducer_override(self, obj):
+        plain = isinstance(obj, (types.FunctionType, type, types.ModuleType))
+        wrapped = None if plain else getattr(obj, "__wrapped__", None)
+        if isinstance(wrapped, types.FunctionType) and not is_library_module(wrapped.__module__):
+            # A notebook function under a C-level decorator (functools.lru_cache) would pickle by
+            # name alone: hash the source of the function it wraps instead.
+            return _hashed, ("wrapped", type(obj).__qualname__, self._fingerprint.value(wrapped, "code"))
+        if plain:
+            name = obj.__name__ if isinstance(obj, types.ModuleType) else getattr(obj, "__module__", None)
+            if is_library_module(name):
+                self._fingerprint.note_library(name)
+                if isinstance(obj, types.ModuleType):
+                    return _hashed, ("module", name)
+                return NotImplemented                # pickled by reference: module and name
+            return _hashed, ("code", self._fingerprint.value(obj, "code"))
+        return NotImplemented
+
+
+def _global_names(code) -> set:
+    """Names a code object (and the functions, classes and comprehensions inside it) reads as globals."""
+    names = {ins.argval for ins in dis.get_instructions(code)
+             if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL")}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
+
+
+def _code_digest(code) -> str:
+    """A code object's digest without its file name and line numbers (for functions with no source)."""
+    consts = [_code_digest(c) if isinstance(c, types.CodeType) else
+              repr(sorted(map(repr, c))) if isinstance(c, frozenset) else repr(c) for c in code.co_consts]
+    return _sha(repr((code.co_code, consts, code.co_names, code.co_varnames, code.co_freevars,
+                      code.co_cellvars, code.co_exceptiontable)))
+
+
+_CLASS_SKIP = {"__dict__", "__weakref__", "__module__", "__qualname__", "__doc__", "__annotations__",
+               "__dataclass_fields__", "__dataclass_params__", "__match_args__", "__slots__"}
+
+
+class Fingerprint:
+    """The fingerprint of notebook-level code, and the generated method modules it reaches."""
+
+    def __init__(self):
+        self._digests = {}           # id(obj) -> digest (a placeholder while visiting: recursion)
+        self._alive = []             # keeps visited objects alive, so ids stay unique
+        self.methods = set()         # stems of mcmc_lib/methods/<stem>.py reached
+        self.all_methods = False     # reached something that may import any of them
+
+    def note_library(self, module_name):
+        if module_name == "mcmc_lib.methods":
+            self.all_methods = True
+        elif module_name and module_name.startswith("mcmc_lib.methods."):
+            self.methods.add(module_name.split(".")[2])
+
+    def value(self, obj, where: str) -> str:
+        """Digest of anything a unit uses: functions and classes by source, data by its pickle."""
+        if isinstance(obj, (types.FunctionType, type, types.ModuleType)):
+            return self._memoised(obj)
+        buffer = io.BytesIO()
+        try:
+            _HashPickler(buffer, self).dump(obj)
+        except Exception as error:  # any pickling failure: say which value, then how to avoid it
+            raise ValueError(f"{where} (a {type(obj).__name__}) cannot be hashed for the unit cache: {error}. "
+                             f"Build it inside the unit, or pass what defines it as a parameter") from error
+        return _sha(buffer.getvalue())
+
+    def _memoised(self, obj) -> str:
+        if id(obj) in self._digests:
+            return self._digests[id(obj)]
+        name = obj.__name__ if isinstance(obj, types.ModuleType) else getattr(obj, "__module__", None)
+        qualname = getattr(obj, "__qualname__", obj.__name__)
+        self._alive.append(obj)
+        if is_library_module(name):
+            self.note_library(name)
+            digest = _sha(f"library {name} {qualname}")
+        else:
+            self._digests[id(obj)] = _sha(f"visiting {name} {qualname}")
+            visit = (self._function if isinstance(obj, types.FunctionType) else
+                     self._class if isinstance(obj, type) else self._module)
+            digest = _sha("\n".join([f"{name} {qualname}"] + visit(obj)))
+        self._digests[id(obj)] = digest
+        return digest
+
+    def _function(self, fn) -> list:
+        try:
+            parts = [inspect.getsource(fn.__code__)]   # its own code: a decorator's wrapper is not unwrapped
+        except (OSError, TypeError):             # made by exec (dataclass methods): no file to read
+            parts = [_code_digest(fn.__code__)]
+        for name in sorted(_global_names(fn.__code__)):
+            if name in fn.__globals__:
+                parts.append(f"{name}={self.value(fn.__globals__[name], f'global {name!r} of {fn.__qualname__}')}")
+        parts.append(self.value((fn.__defaults__, fn.__kwdefaults__), f"the defaults of {fn.__qualname__}"))
+        cells = [cell.cell_contents for cell in fn.__closure__ or () if _cell_is_set(cell)]
+        parts.append(self.value(cells, f"the closure of {fn.__qualname__}"))
+        if hasattr(fn, "__wrapped__"):
+            parts.append(self.value(fn.__wrapped__, f"the function {fn.__qualname__} wraps"))
+        return parts
+
+    def _class(self, cls) -> list:
+        parts = [self.value(base, f"a base of {cls.__qualname__}") for base in cls.__bases__]
+        for name, attr in sorted(vars(cls).items()):
+            if name in _CLASS_SKIP:
+                continue
+            if isinstance(attr, (staticmethod, classmethod)):
+                attr = attr.__func__
+            if isinstance(attr, property):
+                attr = (attr.fget, attr.fset, attr.fdel)
+            if isinstance(attr, (types.MemberDescriptorType, types.GetSetDescriptorType)):
+                continue                         # slots: no code, no value
+            parts.append(f"{name}={self.value(attr, f'{cls.__qualname__}.{name}')}")
+        return parts
+
+    def _module(self, module) -> list:
+        self.all_methods = True                  # its imports are not followed: assume it reaches any
+        try:
+            return [inspect.getsource(module)]
+        except (OSError, TypeError) as error:
+            raise ValueError(f"the module {module.__name__} that a unit uses has no source to hash") from error
+
+
+def _cell_is_set(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:                           # a closure variable not assigned yet
+        return False
+    return True
+
+
+# ---------------------------------------------------------------- mcmc_lib's sources
+
+
+def _module_name(path: Path, package_dir: Path) -> str:
+    parts = list(path.relative_to(package_dir).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(["mcmc_lib"] + parts)
+
+
+def _imported_methods(path: Path, package_dir: Path) -> set | None:
+    """Stems of mcmc_lib.methods modules a file imports; None when it imports the package as a whole."""
+    import ast
+
+    text = path.read_text()
+    if "methods" not in text:                    # cannot name the package: skip parsing (slow)
+        return set()
+    module = _module_name(path, package_dir)
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(text, str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join(package[:len(package) - node.level + 1]) if node.level else ""
+            stem = ".".join(filter(None, [base, node.module or ""]))
+            names = [f"{stem}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for name in names:
+            if name in ("mcmc_lib.methods", "mcmc_lib.methods.*"):
+                return None
+            if name.startswith("mcmc_lib.methods."):
+                found.add(name.split(".")[2])
+    return found
+
+
+@lru_cache(maxsize=64)
+def _library_sources(package_dir: Path, signature: tuple) -> tuple:
+    """(core files, {stem: methods file}, {stem: stems it imports}, core imports methods)."""
+    files = sorted(package_dir.rglob("*.py"))
+    methods = {p.stem: p for p in files if p.parent.name == "methods" and p.parent.parent == package_dir
+               and p.name != "__init__.py"}
+    core = [p for p in files if p not in methods.values()]
+    imports = {stem: _imported_methods(path, package_dir) for stem, path in methods.items()}
+    core_reaches = any(_imported_methods(path, package_dir) != set() for path in core)
+    return core, methods, imports, core_reaches
+
+
+def _methods_closure(stems, methods, imports):
+    """The method modules reachable from ``stems`` through their imports; None for all of them."""
+    reached, todo = set(), list(stems)
+    while todo:
+        stem = todo.pop()
+        if stem in reached or stem not in methods:
+            continue
+        if imports[stem] is None:
+            return None
+        reached.add(stem)
+        todo.extend(imports[stem])
+    return reached
+
+
+def library_code_hash(methods=None, package_dir: Path = PACKAGE_DIR) -> str:
+    """sha256 of mcmc_lib's sources: every module outside ``methods/``, and the generated method modules
+    named in ``methods`` with those they import (all of them when ``methods`` is None, or when a core
+    module imports one: then the exclusion would not be safe)."""
+    package_dir = Path(package_dir)
+    signature = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in sorted(package_dir.rglob("*.py")))
+    core, modules, imports, core_reaches = _library_sources(package_dir, signature)
+    chosen = None if methods is None or core_reaches else _methods_closure(methods, modules, imports)
+    files = core + [path for stem, path in sorted(modules.items()) if chosen is None or stem in chosen]
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        digest.update(path.relative_to(package_dir).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def environment() -> dict:
+    """What else decides a unit's floating-point results: Python, numpy and scipy versions, the CPU type."""
+    versions = {}
+    for package in ("numpy", "scipy"):
+        try:
+            versions[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            versions[package] = None
+    return {"python": platform.python_version(), "machine": platform.machine(), **versions}
+
+
+def function_fingerprint(fn) -> tuple[str, frozenset | None]:
+    """(digest of a unit's function and of the notebook-level code it reaches, the generated method
+    modules it reaches: None when it may reach any)."""
+    fingerprint = Fingerprint()
+    digest = fingerprint.value(fn, f"the unit function {function_name(fn)}")
+    return digest, None if fingerprint.all_methods else frozenset(fingerprint.methods)
+
+
+def function_code(fn) -> tuple[str, str]:
+    """(digest of a unit's function and the notebook-level code it reaches, hash of the mcmc_lib code
+    it may run)."""
+    digest, methods = function_fingerprint(fn)
+    return digest, library_code_hash(methods)
+
+
+def unit_keys(units) -> list[str]:
+    """The cache key of every unit (functions fingerprinted once each)."""
+    codes, env = {}, environment()
+    keys = []
+    for unit in units:
+        if id(unit.fn) not in codes:
+            codes[id(unit.fn)] = function_code(unit.fn)
+        source, library = codes[id(unit.fn)]
+        payload = {"format": CACHE_FORMAT, "function": function_name(unit.fn), "source": source,
+                   "library": library, "environment": env, "params": encode(unit.params, "params"),
+                   "seed": unit.seed}
+        keys.append(_sha(json.dumps(payload, sort_keys=True)))
+    return keys
+
+
+# ---------------------------------------------------------------- the cache
+
+
+def cache_directory(cache=None) -> Path | None:
+    """Where unit results are cached: ``cache`` if given, else MCMC_BOOK_CACHE, else
+    ``_build/cache/units`` at the repository root; None when the setting is off."""
+    setting = os.environ.get(CACHE_ENV, "") if cache is None else cache
+    if setting is False or str(setting).strip().lower() in _OFF:
+        return None
+    if setting is True or str(setting).strip() == "":
+        return repository_root() / "_build" / "cache" / "units"
+    return Path(setting).expanduser()
+
+
+class UnitCache:
+    """One pickle per finished unit, ``<dir>/<module.function>/<key>.pkl``, written atomically."""
+
+    def __init__(self, directory: Path | None):
+        self.directory = directory
+
+    def _path(self, unit, key) -> Path:
+        name = "".join(c if c.isalnum() or c in "._-" else "_" for c in function_name(unit.fn))
+        return self.directory / name / f"{key}.pkl"
+
+    def load(self, unit, key):
+        """The cached entry {"result", "seconds", ...} or None."""
+        if self.directory is None:
+            return None
+        try:
+            with open(self._path(unit, key), "rb") as file:
+                return pickle.load(file)
+        except FileNotFoundError:
+            return None
+        except Exception:  # an unreadable entry (truncated disk, other numpy): recompute it
+            return None
+
+    def save(self, unit, key, result, seconds):
+        if self.directory is None:
+            return
+        path = self._path(unit, key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        entry = {"result": result, "seconds": seconds, "function": function_name(unit.fn),
+                 "params": unit.params, "seed": unit.seed,
+                 "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        # Write beside, then rename: a reader never sees half a file, even if this run is killed.
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".", suffix=".tmp", delete=False) as file:
+            pickle.dump(entry, file, protocol=5)
+        os.replace(file.name, path)
+
+
+# ---------------------------------------------------------------- running
+
+
+class _OneBlasThread:
+    """Limits BLAS to one thread while any unit runs in this process (threads of a Dask worker
+    included: the first to enter sets the limit, the last to leave restores it)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._controller = None
+        self._limiter = None
+
+    def __enter__(self):
+        with self._lock:
+            if self._controller is None:
+                import scipy.linalg  # noqa: F401  loads scipy's own BLAS, so that the limit covers it too
+                from threadpoolctl import ThreadpoolController
+                self._controller = ThreadpoolController()
+            if self._depth == 0:
+                self._limiter = self._controller.limit(limits=1)
+            self._depth += 1
+
+    def __exit__(self, *exc):
+        with self._lock:
+            self._depth -= 1
+            if self._depth == 0:
+                self._limiter.restore_original_limits()
+
+
+_ONE_BLAS_THREAD = _OneBlasThread()
+
+
+def call_unit(index, fn, params, seed):
+    """Run one unit where it lands (this process, a loky worker, a Dask worker): (index, result, seconds)."""
+    start = time.perf_counter()
+    with _ONE_BLAS_THREAD:
+        result = fn(seed=seed, **params)
+    return index, result, time.perf_counter() - start
+
+
+def job_count(jobs=None) -> int:
+    """Local worker processes: ``jobs`` if given, else MCMC_BOOK_JOBS, else every core."""
+    name, raw = ("jobs", jobs) if jobs is not None else (JOBS_ENV, os.environ.get(JOBS_ENV, ""))
+    if str(raw).strip() in ("", "0", "auto"):
+        return os.cpu_count() or 1
+    try:
+        count = int(raw)
+    except (TypeError, ValueError):
+        count = 0
+    if isinstance(raw, bool) or count < 1:
+        raise ValueError(f"{name} must be a positive integer (or empty/0/auto for every core), got {raw!r}")
+    return count
+
+
+def dask_scheduler(scheduler=None):
+    """A Dask scheduler address (or Client): ``scheduler`` if given, else MCMC_BOOK_DASK_SCHEDULER, else None."""
+    if scheduler is not None:
+        return scheduler
+    return os.environ.get(SCHEDULER_ENV, "").strip() or None
+
+
+def _serially(pending):
+    for index, unit in pending:
+        yield call_unit(index, unit.fn, unit.params, unit.seed)
+
+
+def _on_loky(pending, jobs):
+    from joblib import Parallel, delayed, parallel_config
+
+    # Unordered: each result is cached the moment it arrives, not when the ones before it have.
+    with parallel_config(backend="loky", inner_max_num_threads=1):
+        parallel = Parallel(n_jobs=jobs, return_as="generator_unordered")
+        yield from parallel(delayed(call_unit)(i, unit.fn, unit.params, unit.seed) for i, unit in pending)
+
+
+def _on_dask(pending, scheduler, info):
+    from distributed import Client, as_completed
+
+    client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
+    info["jobs"] = sum(client.nthreads().values())
+    futures = [client.submit(call_unit, i, unit.fn, unit.params, unit.seed, pure=False) for i, unit in pending]
+    try:
+        for future in as_completed(futures):
+            yield future.result()
+    finally:
+        unfinished = [future for future in futures if not future.done()]
+        if unfinished:                           # after an error or an interrupt: stop the rest
+            client.cancel(unfinished)
+        if client is not scheduler:
+            client.close()
+
+
+@dataclass
+class RunStats:
+    """How a set of units ran: counts, backend, wall time, and each unit's compute time (from the
+    cache for units computed earlier)."""
+    n_units: int
+    n_cached: int
+    backend: str                     # "cache" (nothing to compute), "serial", "loky" or "dask <address>"
+    jobs: int                        # worker processes (loky), threads of the cluster (dask), 1 (serial)
+    wall_seconds: float
+    unit_seconds: list = field(default_factory=list)
+
+
+def _backend(n_pending, jobs, scheduler):
+    if n_pending == 0:
+        return "cache", 0
+    if scheduler is not None:
+        return f"dask {scheduler if isinstance(scheduler, str) else scheduler.scheduler.address}", 0
+    if jobs == 1 or n_pending == 1:
+        return "serial", 1
+    return "loky", min(jobs, n_pending)
+
+
+def _compute(pending, backend, workers, scheduler, info):
+    """An iterator of (index, result, seconds) in the order the units finish."""
+    if backend == "cache":
+        return iter(())
+    if backend == "serial":
+        return _serially(pending)
+    if backend == "loky":
+        return _on_loky(pending, workers)
+    return _on_dask(pending, scheduler, info)
+
+
+def _show_progress(progress):
+    from .harness import _show_progress as terminal_only
+    return terminal_only(progress)
+
+
+def run_with_stats(units, label: str | None = None, jobs=None, scheduler=None, cache=None, progress=None):
+    """``run_units`` that also says how the units ran: (results, RunStats)."""
+    units = list(units)
+    for i, unit in enumerate(units):
+        if not isinstance(unit, Unit):
+            raise ValueError(f"units[{i}] must be a Unit(fn, params, seed), got {type(unit).__name__}")
+    store = UnitCache(cache_directory(cache))
+    keys = unit_keys(units) if store.directory is not None else [None] * len(units)
+    results, seconds, pending = [None] * len(units), [0.0] * len(units), []
+    for i, (unit, key) in enumerate(zip(units, keys)):
+        entry = store.load(unit, key)
+        if entry is None:
+            pending.append((i, unit))
+        else:
+            results[i], seconds[i] = entry["result"], entry["seconds"]
+    jobs, scheduler = job_count(jobs), dask_scheduler(scheduler)
+    backend, workers = _backend(len(pending), jobs, scheduler)
+    info = {"jobs": workers}
+    computed = _compute(pending, backend, workers, scheduler, info)
+    start = time.perf_counter()
+    bar = _progress_bar(len(units), len(units) - len(pending), label, units, progress)
+    try:
+        for index, result, unit_seconds in computed:
+            encode(result, where=f"the result of units[{index}] ({function_name(units[index].fn)})", convert=False)
+            store.save(units[index], keys[index], result, unit_seconds)
+            results[index], seconds[index] = result, unit_seconds
+            if bar is not None:
+                bar.update()
+    finally:
+        if hasattr(computed, "close"):           # after an error: stop the units still running
+            computed.close()
+        if bar is not None:
+            bar.close()
+    stats = RunStats(len(units), len(units) - len(pending), backend, info["jobs"],
+                     time.perf_counter() - start, seconds)
+    return results, stats
+
+
+def _progress_bar(total, done, label, units, progress):
+    """A tqdm bar on a terminal only: never in the rendered book, a notebook's output, or CI logs."""
+    if total == 0 or not _show_progress(progress):
+        return None
+    from tqdm.auto import tqdm
+    label = label or ", ".join(sorted({getattr(u.fn, "__name__", "unit") for u in units}))
+    return tqdm(total=total, initial=done, desc=label, unit="unit", leave=False)
+
+
+def run_units(units, label: str | None = None, jobs=None, scheduler=None, cache=None, progress=None) -> list:
+    """Run ``units`` (a list of ``Unit``) and return their results in the same order.
+
+    Cached results are loaded; the others run on MCMC_BOOK_JOBS local processes (``jobs``), or on the
+    Dask cluster at MCMC_BOOK_DASK_SCHEDULER (``scheduler``: an address or a ``distributed.Client``),
+    each cached as soon as it finishes. ``cache``: a directory, or "off" (default: MCMC_BOOK_CACHE,
+    else ``_build/cache/units``). ``progress``: None shows a bar on a terminal only.
+    """
+    return run_with_stats(units, label, jobs, scheduler, cache, progress)[0]

@@ -1,0 +1,408 @@
+"""Experiments as units (mcmc_lib.units) and the paper-profile store (mcmc_lib.store).
+
+Unit functions here are made the way a Jupyter cell makes them (module ``__main__``, source in
+linecache), because the chapters define their experiment code in cells.
+"""
+import hashlib
+import json
+import linecache
+import os
+import threading
+
+import numpy as np
+import pytest
+
+from mcmc_lib import store, units
+from mcmc_lib.units import Unit, run_units
+from mcmc_lib.units import run_with_stats as run
+
+TRIAL = '''
+def trial(seed, n, scale, counter=None):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((n, n))
+    if counter is not None:                       # one line per call: counts what really ran
+        with open(counter, "a") as file:
+            file.write("x\\n")
+    return {"mean": float(a.mean()), "eig": np.linalg.eigvalsh(a @ a.T) * scale,
+            "pair": (n, np.float32(scale))}
+'''
+
+
+def cell(source, namespace=None):
+    """Run ``source`` as a notebook cell would: functions get module ``__main__`` and a source that
+    ``inspect.getsource`` finds through linecache (IPython registers every cell there)."""
+    filename = f"<cell-{hashlib.sha1(source.encode()).hexdigest()[:12]}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace = {"__name__": "__main__", "np": np} if namespace is None else namespace
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace
+
+
+def make_units(fn, count=6, **extra):
+    return [Unit(fn, dict(n=20, scale=1.5, **extra), seed=[7, i]) for i in range(count)]
+
+
+def serial_loop(unit_list):
+    return [unit.fn(seed=unit.seed, **unit.params) for unit in unit_list]
+
+
+def assert_identical(a, b):
+    """Equal bit for bit, with the same types and dtypes, all the way down."""
+    assert type(a) is type(b), (type(a), type(b))
+    if isinstance(a, np.ndarray):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        assert a.tobytes() == b.tobytes()
+    elif isinstance(a, dict):
+        assert list(a) == list(b)
+        for key in a:
+            assert_identical(a[key], b[key])
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            assert_identical(x, y)
+    elif isinstance(a, float) and np.isnan(a):
+        assert np.isnan(b)
+    else:
+        assert a == b
+
+
+def calls(counter):
+    return len(counter.read_text().splitlines()) if counter.exists() else 0
+
+
+@pytest.fixture
+def cache_dir(tmp_path):
+    return tmp_path / "cache"
+
+
+# ---------------------------------------------------------------- backends give the serial loop's results
+
+
+def test_loky_matches_serial_loop():
+    trial = cell(TRIAL)["trial"]
+    unit_list = make_units(trial)
+    results, stats = run(unit_list, jobs=2, cache="off")
+    assert stats.backend == "loky" and stats.jobs == 2
+    assert_identical(results, serial_loop(unit_list))
+
+
+def test_dask_local_cluster_matches_serial_loop(monkeypatch):
+    # Workers as threads of this process start in a fraction of a second (worker processes take
+    # seconds); the loky test above covers shipping a notebook function to other processes.
+    distributed = pytest.importorskip("distributed")
+    trial = cell(TRIAL)["trial"]
+    unit_list = make_units(trial)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        monkeypatch.setenv(units.SCHEDULER_ENV, cluster.scheduler_address)
+        results, stats = run(unit_list, cache="off")
+    assert stats.backend.startswith("dask") and stats.jobs == 2
+    assert_identical(results, serial_loop(unit_list))
+
+
+def test_one_job_runs_in_this_process():
+    namespace = cell("import os\ndef pid(seed):\n    return os.getpid()\n")
+    results, stats = run([Unit(namespace["pid"], {}, seed=i) for i in range(3)], jobs=1, cache="off")
+    assert stats.backend == "serial" and results == [os.getpid()] * 3
+
+
+# ---------------------------------------------------------------- the cache key
+
+
+def test_unchanged_source_is_loaded_and_changed_source_recomputed(cache_dir):
+    unit_list = make_units(cell(TRIAL)["trial"])
+    first, stats = run(unit_list, jobs=1, cache=cache_dir)
+    assert stats.n_cached == 0
+    again = make_units(cell(TRIAL)["trial"])               # the same cell run again: a new function object
+    second, stats = run(again, jobs=1, cache=cache_dir)
+    assert stats.n_cached == len(unit_list)
+    assert_identical(second, first)
+    changed = cell(TRIAL.replace("* scale", "* scale * 2"))["trial"]
+    third, stats = run(make_units(changed), jobs=1, cache=cache_dir)
+    assert stats.n_cached == 0
+    assert not np.array_equal(third[0]["eig"], first[0]["eig"])
+
+
+def test_parameters_and_seed_are_in_the_key(cache_dir):
+    trial = cell(TRIAL)["trial"]
+    run(make_units(trial), jobs=1, cache=cache_dir)
+    other_scale = Unit(trial, dict(n=20, scale=2.5), seed=[7, 0])
+    other_seed = Unit(trial, dict(n=20, scale=1.5), seed=[8, 0])
+    _, stats = run([other_scale, other_seed], jobs=1, cache=cache_dir)
+    assert stats.n_cached == 0
+
+
+HELPERS = '''
+OFFSET = 1.0
+def shift(x):
+    return x + OFFSET
+def unit(seed):
+    return shift(np.random.default_rng(seed).standard_normal())
+'''
+
+
+def test_helpers_and_globals_reached_through_the_unit_invalidate(cache_dir):
+    namespace = cell(HELPERS)
+    run([Unit(namespace["unit"], {}, seed=1)], cache=cache_dir)
+    assert run([Unit(cell(HELPERS)["unit"], {}, seed=1)], cache=cache_dir)[1].n_cached == 1
+    helper_changed = cell(HELPERS.replace("x + OFFSET", "x - OFFSET"))
+    assert run([Unit(helper_changed["unit"], {}, seed=1)], cache=cache_dir)[1].n_cached == 0
+    namespace["OFFSET"] = 2.0                              # a global the helper reads, changed in place
+    assert run([Unit(namespace["unit"], {}, seed=1)], cache=cache_dir)[1].n_cached == 0
+
+
+DECORATED = '''
+import functools
+@functools.lru_cache(maxsize=None)
+def table(n):
+    return tuple(range(n))
+def unit(seed):
+    return sum(table(4)) + seed
+'''
+
+
+WRAPPED = '''
+import functools
+def doubled(f):
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        return 2 * f(*args, **kwargs)
+    return wrapper
+@doubled
+def unit(seed):
+    return seed
+'''
+
+
+def test_decorated_helpers_are_hashed_by_their_source(cache_dir):
+    run([Unit(cell(DECORATED)["unit"], {}, seed=1)], cache=cache_dir)
+    assert run([Unit(cell(DECORATED)["unit"], {}, seed=1)], cache=cache_dir)[1].n_cached == 1
+    changed = cell(DECORATED.replace("range(n)", "range(1, n)"))
+    assert run([Unit(changed["unit"], {}, seed=1)], cache=cache_dir)[0] == [7]
+    assert run([Unit(cell(WRAPPED)["unit"], {}, seed=5)], cache=cache_dir)[0] == [10]
+    wrapper_changed = cell(WRAPPED.replace("2 * f", "3 * f"))
+    assert run([Unit(wrapper_changed["unit"], {}, seed=5)], cache=cache_dir)[0] == [15]
+
+
+CLASS_CELL = '''
+from dataclasses import dataclass
+@dataclass
+class Model:
+    rate: float = 2.0
+    def draw(self, rng):
+        return rng.exponential(1 / self.rate)
+def unit(seed):
+    return Model().draw(np.random.default_rng(seed))
+'''
+
+
+def test_notebook_classes_are_part_of_the_key(cache_dir):
+    first = run([Unit(cell(CLASS_CELL)["unit"], {}, seed=3)], cache=cache_dir)
+    assert run([Unit(cell(CLASS_CELL)["unit"], {}, seed=3)], cache=cache_dir)[1].n_cached == 1
+    changed = cell(CLASS_CELL.replace("rate: float = 2.0", "rate: float = 3.0"))
+    second = run([Unit(changed["unit"], {}, seed=3)], cache=cache_dir)
+    assert second[1].n_cached == 0 and second[0] != first[0]
+
+
+def test_a_change_in_mcmc_lib_invalidates(cache_dir, monkeypatch):
+    unit_list = make_units(cell(TRIAL)["trial"], count=2)
+    run(unit_list, cache=cache_dir)
+    assert run(unit_list, cache=cache_dir)[1].n_cached == 2
+    monkeypatch.setattr(units, "library_code_hash", lambda *args, **kwargs: "another mcmc_lib")
+    assert run(unit_list, cache=cache_dir)[1].n_cached == 0
+
+
+def test_library_hash_covers_the_method_modules_a_unit_can_reach(tmp_path):
+    package = tmp_path / "mcmc_lib"
+    (package / "methods").mkdir(parents=True)
+    files = {"__init__.py": "", "core.py": "X = 1\n", "methods/__init__.py": "", "methods/a.py": "A = 1\n",
+             "methods/b.py": "B = 1\n", "methods/c.py": "from mcmc_lib.methods.b import B\n"}
+    for name, text in files.items():
+        (package / name).write_text(text)
+    before = {m: units.library_code_hash(m, package) for m in (None, frozenset("a"), frozenset("c"))}
+    (package / "methods/b.py").write_text("B = 2\n")
+    after = {m: units.library_code_hash(m, package) for m in before}
+    assert after[frozenset("a")] == before[frozenset("a")]    # a does not reach b
+    assert after[frozenset("c")] != before[frozenset("c")]    # c imports b
+    assert after[None] != before[None]
+    (package / "core.py").write_text("X = 2\n")
+    assert units.library_code_hash(frozenset("a"), package) != after[frozenset("a")]
+
+
+def test_a_unit_reaches_the_method_modules_it_uses():
+    namespace = cell("import mcmc_lib.methods.gsm as gsm\ndef unit(seed):\n    return gsm.__name__\n")
+    assert units.function_fingerprint(namespace["unit"])[1] == {"gsm"}
+    plain = cell("def unit(seed):\n    return seed\n")
+    assert units.function_fingerprint(plain["unit"])[1] == frozenset()
+
+
+# ---------------------------------------------------------------- interrupted runs resume
+
+
+def test_interrupted_run_resumes_without_recomputing(tmp_path, cache_dir):
+    namespace = cell(TRIAL + '''
+import os
+def fragile(seed, n, scale, counter, flag, fail_at):
+    if seed[1] == fail_at and os.path.exists(flag):
+        raise RuntimeError("interrupted")
+    return trial(seed, n, scale, counter)
+''')
+    counter, flag = tmp_path / "calls", tmp_path / "flag"
+    flag.touch()
+    unit_list = make_units(namespace["fragile"], count=6, counter=str(counter), flag=str(flag), fail_at=3)
+    with pytest.raises(RuntimeError, match="interrupted"):
+        run_units(unit_list, jobs=1, cache=cache_dir)
+    assert calls(counter) == 3                             # units 0, 1, 2 finished before unit 3 failed
+    flag.unlink()
+    results, stats = run(unit_list, jobs=1, cache=cache_dir)
+    assert stats.n_cached == 3 and calls(counter) == 6    # only units 3, 4, 5 ran again
+    assert_identical(results, [namespace["trial"](u.seed, 20, 1.5) for u in unit_list])
+
+
+def test_parallel_results_are_cached_as_they_arrive(tmp_path, cache_dir):
+    namespace = cell(TRIAL + '''
+import os, time
+def fragile(seed, n, scale, counter, flag):
+    if seed[1] == 5 and os.path.exists(flag):
+        time.sleep(0.5)
+        raise RuntimeError("interrupted")
+    return trial(seed, n, scale, counter)
+''')
+    counter, flag = tmp_path / "calls", tmp_path / "flag"
+    flag.touch()
+    unit_list = make_units(namespace["fragile"], count=6, counter=str(counter), flag=str(flag))
+    with pytest.raises(RuntimeError, match="interrupted"):
+        run_units(unit_list, jobs=2, cache=cache_dir)
+    finished = len(list(cache_dir.rglob("*.pkl")))
+    assert finished >= 1
+    flag.unlink()
+    before = calls(counter)
+    _, stats = run(unit_list, jobs=2, cache=cache_dir)
+    assert stats.n_cached == finished and calls(counter) - before == 6 - finished
+
+
+def test_cache_off_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv(units.CACHE_ENV, "off")
+    monkeypatch.chdir(tmp_path)
+    assert units.cache_directory() is None
+    _, stats = run(make_units(cell(TRIAL)["trial"], count=2), jobs=1)
+    assert stats.n_cached == 0 and not any(tmp_path.iterdir())
+    monkeypatch.setenv(units.CACHE_ENV, str(tmp_path / "elsewhere"))
+    run(make_units(cell(TRIAL)["trial"], count=2), jobs=1)
+    assert len(list((tmp_path / "elsewhere").rglob("*.pkl"))) == 2
+
+
+# ---------------------------------------------------------------- bad input
+
+
+def test_bad_parameters_and_seeds_are_named():
+    fn = cell(TRIAL)["trial"]
+    with pytest.raises(ValueError, match="parameter 'target'"):
+        Unit(fn, {"target": object()}, seed=1)
+    with pytest.raises(ValueError, match=r"parameter 'grid'\[1\]"):
+        Unit(fn, {"grid": [1, {2}]}, seed=1)
+    with pytest.raises(ValueError, match="key 1"):
+        Unit(fn, {"table": {1: 2.0}}, seed=1)
+    with pytest.raises(ValueError, match="complex"):
+        Unit(fn, {"z": np.array([1 + 2j])}, seed=1)
+    with pytest.raises(ValueError, match="'seed'"):
+        Unit(fn, {"seed": 3}, seed=1)
+    for seed in (-1, 1.5, True, None, [], [1, -2], "7"):
+        with pytest.raises(ValueError, match="seed"):
+            Unit(fn, {}, seed=seed)
+    with pytest.raises(ValueError, match="units\\[0\\]"):
+        run_units([fn], cache="off")
+
+
+def test_bad_results_settings_and_globals_are_named(monkeypatch):
+    namespace = cell("def unit(seed):\n    return {'sampler': object()}\n")
+    with pytest.raises(ValueError, match=r"result of units\[0\].*\['sampler'\]"):
+        run_units([Unit(namespace["unit"], {}, seed=1)], jobs=1, cache="off")
+    monkeypatch.setenv(units.JOBS_ENV, "two")
+    with pytest.raises(ValueError, match=units.JOBS_ENV):
+        units.job_count()
+    locked = cell("def unit(seed):\n    with LOCK:\n        return seed\n",
+                  {"__name__": "__main__", "LOCK": threading.Lock()})
+    with pytest.raises(ValueError, match="global 'LOCK'"):
+        units.unit_keys([Unit(locked["unit"], {}, seed=1)])
+    with pytest.raises(ValueError, match="chapter"):
+        store.store_path("../up", "fig2")
+
+
+def test_json_like_values_round_trip_exactly():
+    value = {"f64": np.linspace(0, 1, 7), "f32": np.arange(6, dtype=np.float32).reshape(2, 3) / 3,
+             "int": np.arange(4, dtype=np.int16), "bool": np.array([True, False]), "str": np.array(["a", "bc"]),
+             "empty": np.zeros((0, 3)),
+             "scalars": [np.float64(0.1), np.float32(1 / 3), np.int64(-4), np.bool_(True)],
+             "tuple": (1, (2.5, "x"), None), "special": [float("nan"), float("inf"), -0.0, 10 ** 30]}
+    text = json.dumps(units.encode(value))
+    assert_identical(units.decode(json.loads(text)), value)
+
+
+# ---------------------------------------------------------------- the paper-profile store
+
+
+def test_store_round_trip_with_provenance_and_code_changes(tmp_path, cache_dir, monkeypatch):
+    trial = cell(TRIAL)["trial"]
+    unit_list = make_units(trial, count=3)
+    options = dict(store_dir=tmp_path / "paper", cache=cache_dir, jobs=1)
+
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "default")
+    fresh = store.largest_scale("demo", "exp", unit_list, sizes={"n": 20}, **options)
+    assert fresh.source == "run" and "no paper-profile results are stored" in fresh.provenance
+
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "paper")
+    ran = store.largest_scale("demo", "exp", unit_list, sizes={"n": 20}, **options)
+    path = tmp_path / "paper" / "demo" / "exp.json"
+    assert ran.source == "run" and path.exists() and "written to the store" in ran.provenance
+    record = json.loads(path.read_text())
+    for key in ("commit", "profile", "machine", "jobs", "backend", "date", "wall_seconds", "unit_seconds_total",
+                "code_hash", "n_units"):
+        assert key in record["provenance"]
+    assert record["provenance"]["profile"] == "paper" and len(record["units"]) == 3
+
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "default")
+    shown = store.largest_scale("demo", "exp", make_units(trial, count=1), **options)
+    assert shown.source == "store" and shown.profile == "paper" and not shown.code_changed
+    assert_identical(shown.values, ran.values)
+    assert shown.params == [u.params for u in unit_list] and shown.sizes == {"n": 20}
+    assert "Paper-profile results from the committed store" in shown.provenance
+    assert "unchanged since" in shown.provenance
+
+    changed = cell(TRIAL.replace("* scale", "* scale * 2"))["trial"]
+    edited = store.largest_scale("demo", "exp", make_units(changed), **options)
+    assert edited.code_changed and "the experiment's functions changed" in edited.provenance
+
+    monkeypatch.setattr(units, "library_code_hash", lambda *args, **kwargs: "another mcmc_lib")
+    later = store.largest_scale("demo", "exp", unit_list, **options)
+    assert later.code_changed and "mcmc_lib changed since" in later.provenance
+
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "smoke")
+    smoke = store.largest_scale("demo", "exp", unit_list[:1], **options)
+    assert smoke.source == "run" and "not used at the smoke profile" in smoke.provenance
+
+
+def test_write_store_and_read_store(tmp_path, cache_dir):
+    unit_list = make_units(cell(TRIAL)["trial"], count=2)
+    results, stats = run(unit_list, jobs=1, cache=cache_dir)
+    path = store.write_store("demo", "direct", unit_list, results, stats, sizes=(2, 3.0), store_dir=tmp_path)
+    assert path == tmp_path / "demo" / "direct.json"
+    record = store.read_store("demo", "direct", store_dir=tmp_path)
+    assert_identical([row["result"] for row in record["units"]], results)
+    assert record["sizes"] == (2, 3.0) and [row["seed"] for row in record["units"]] == [[7, 0], [7, 1]]
+    assert store.read_store("demo", "absent", store_dir=tmp_path) is None
+
+
+def test_chapters_using_the_store_are_found(tmp_path):
+    (tmp_path / "a.md").write_text("fig = largest_scale('a', 'fig', units)\n")
+    (tmp_path / "b.md").write_text("no experiments here\n")
+    assert store.chapters_using_store(tmp_path) == ["a"]
+
+
+def test_make_help_lists_every_target():
+    from pathlib import Path
+    import re
+    makefile = (Path(__file__).resolve().parent.parent / "Makefile").read_text()
+    targets = set(re.findall(r"^([a-z][a-z-]*):", makefile, flags=re.M))
+    listed = set(re.findall(r'^\t@echo "make ([a-z-]+) ', makefile, flags=re.M))
+    assert "paper" in targets and targets <= listed, sorted(targets - listed)
