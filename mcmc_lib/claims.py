@@ -8,8 +8,8 @@ A claim is made in two steps, so that its decision rule is fixed before the expe
     claims.declare("beta-0.25", statement="gadRWM learns beta near 7.4 for alpha* = 0.25",
                    source="Sec. 4.1, Fig. 1", published="7.4",
                    rule=Rule.within("learned beta", 6.4, 8.4, why="..."), section="sec-gsm-beta")
-    ...                                            # the experiment, R independent replicates
-    claims.decide("beta-0.25", Estimate.from_replicates(values, seeds))
+    results, seeds = replicate(learn_beta, 10, seed=[SEED, 1], alpha=0.25)   # R independent units
+    claims.decide("beta-0.25", Estimate.from_replicates([r["beta"] for r in results], seeds))
 
 ``decide`` applies the rule to the interval (never to the point estimate alone):
 
@@ -150,6 +150,19 @@ def _number_format(digits):
             return "inf" if x > 0 else "-inf"
         return f"{x:.{digits}g}"
     return fmt
+
+
+def replicate(experiment, n_replicates: int, seed, label: str | None = None, **params):
+    """Run ``experiment(seed=[*seed, r], **params)`` for r = 0, ..., R-1: R independent replicates as
+    units of ``mcmc_lib.units`` (in parallel, cached, resumable). Returns ``(results, seeds)``, results in
+    replicate order, ready for ``Estimate.from_replicates([f(res) for res in results], seeds=seeds)``."""
+    from .units import Unit, run_units
+    if isinstance(n_replicates, bool) or not isinstance(n_replicates, (int, np.integer)) or n_replicates < 1:
+        raise ValueError(f"n_replicates must be a positive int, got {n_replicates!r}")
+    base = [int(s) for s in seed] if isinstance(seed, (list, tuple)) else [int(seed)]
+    seeds = [base + [r] for r in range(int(n_replicates))]
+    results = run_units([Unit(experiment, params, s) for s in seeds], label=label)
+    return results, seeds
 
 
 # --------------------------------------------------------------------------------------------------

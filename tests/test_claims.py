@@ -101,3 +101,17 @@ def test_new_form_round_trip_and_rendering(tmp_path, monkeypatch):
     counts = claims.outcome_counts({"demo": loaded})
     assert counts.loc["demo", claims.REPRODUCED] == 1 and counts.loc["demo", claims.NOT_RUN] == 1
     assert claims.LEGACY_HOLDS not in counts.columns
+
+
+def noisy_value(seed, shift):
+    return float(shift + np.random.default_rng(seed).standard_normal())
+
+
+def test_replicate_runs_independent_seeds_in_order(tmp_path, monkeypatch):
+    monkeypatch.setenv("MCMC_BOOK_CACHE", str(tmp_path))
+    results, seeds = claims.replicate(noisy_value, 4, seed=[11, 2], shift=3.0)
+    assert seeds == [[11, 2, r] for r in range(4)]
+    assert results == [noisy_value([11, 2, r], 3.0) for r in range(4)]
+    assert len(set(results)) == 4                      # independent streams, not one seed reused
+    with pytest.raises(ValueError, match="n_replicates"):
+        claims.replicate(noisy_value, 0, seed=1, shift=0.0)
