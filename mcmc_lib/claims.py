@@ -26,6 +26,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -427,12 +428,17 @@ def claims_html(stem: str, claims: list, link_prefix: str = "") -> str:
             "<tr>"
             f'<td class="claim-text" data-label="Claim"><details><summary>{e(title)}</summary>{"".join(details)}</details></td>'
             f'<td data-label="Paper">{e(c["published"])}</td>'
-            f'<td data-label="Ours">{e(c.get("reproduced", ""))}</td>'
+            f'<td data-label="Ours">{_replicates_on_own_line(e(c.get("reproduced", "")))}</td>'
             f'<td data-label="Outcome">{badge(c["outcome"])}</td>'
             "</tr>")
     return ('<table class="claims-table"><thead><tr><th>Claim (click for statement, rule and note)</th>'
             "<th>Paper</th><th>Ours [95% interval]</th><th>Outcome</th></tr></thead><tbody>"
             + "".join(rows) + "</tbody></table>")
+
+
+def _replicates_on_own_line(text: str) -> str:
+    """'2.65 [2.06, 3.24] (R = 4)' -> the interval, then 'R = 4' small on the next line."""
+    return re.sub(r" \(R = (\d+)\)$", r'<br><span class="claim-meta">R = \1</span>', text)
 
 
 def counts_html(counts, titles: dict | None = None) -> str:
@@ -444,5 +450,5 @@ def counts_html(counts, titles: dict | None = None) -> str:
         + "".join(f'<td data-label="{html.escape(o)}">{int(n)}</td>' for o, n in row.items()) + "</tr>"
         for stem, row in counts.iterrows())
     total = "".join(f"<td>{int(n)}</td>" for n in counts.sum(axis=0))
-    return (f'<table class="claims-counts"><thead><tr><th>Chapter</th>{head}</tr></thead>'
-            f"<tbody>{body}<tr class=\"claims-total\"><td>All</td>{total}</tr></tbody></table>")
+    return (f'<div class="claims-scroll"><table class="claims-counts"><thead><tr><th>Chapter</th>{head}</tr></thead>'
+            f"<tbody>{body}<tr class=\"claims-total\"><td>All</td>{total}</tr></tbody></table></div>")
