@@ -16,11 +16,11 @@ from mcmc_lib import targets as T
 from mcmc_lib.harness import run
 from mcmc_lib.methods.mcma import (MCMA, MGaA, ConstantAdaptation, FixedProposalMH, cma_constants,
                                    cma_covariance_update, gaa_constants, gaa_shape_update,
-                                   normalise_determinant)
-from mcmc_lib.samplers import HaarioAM
+                                   normalise_determinant, success_rule)
+from mcmc_lib.samplers import HaarioAM, StepInfo
 
 from moments import assert_moments_match, banana_target, correlated_target, run_from_near_the_mean, scaled_target
-from planted import assert_mutation_caught
+from planted import RecordingTarget, assert_mutation_caught
 
 
 
@@ -249,6 +249,79 @@ def test_constants_are_igel_defaults():
 
 
 # --------------------------------------------------------------------------------------------
+# The adaptation rules against their formulas: one step, known inputs, literal constants
+# --------------------------------------------------------------------------------------------
+def rejected_and_accepted(n_rejected, n_accepted):
+    accepted = np.array([False] * n_rejected + [True] * n_accepted)
+    return StepInfo(accepted, accepted.astype(float), np.zeros_like(accepted))
+
+
+@pytest.mark.parametrize("dim", [2, 5, 8])
+def test_mcma_success_rule_and_damping(dim):
+    """p <- (1 - 1/12) p + 1/12 [success];  sigma <- sigma exp((p - p_t) / (D (1 - p_t))), D = 1 + d/2,
+    p_t = 2/11 (Igel et al. 2006). Up after a success, down after a failure."""
+    target = T.haario_target(1, dim)
+    sampler = MCMA(target, normalise=False)
+    rng = np.random.default_rng(dim)
+    state = sampler.init(target.sample(rng, 4))
+    sampler.sigma = np.array([1.0, 0.5, 2.0, 1.0])
+    sampler.success_rate = np.array([2 / 11, 0.5, 0.05, 0.3])
+    state, _ = sampler.step(rng, state)
+    sampler.adapt(state, rejected_and_accepted(2, 2), 1)
+    success = np.array([0.0, 0.0, 1.0, 1.0])
+    p = (1 - 1 / 12) * np.array([2 / 11, 0.5, 0.05, 0.3]) + success / 12
+    damping = 1 + dim / 2
+    expected = np.array([1.0, 0.5, 2.0, 1.0]) * np.exp((p - 2 / 11) / (damping * (1 - 2 / 11)))
+    np.testing.assert_allclose(sampler.success_rate, p, rtol=1e-14)
+    np.testing.assert_allclose(sampler.sigma, expected, rtol=1e-13)
+    # direction: from p = p_t, a failure shrinks sigma and a success grows it
+    assert sampler.sigma[0] < 1.0
+    rule = success_rule(np.ones(2), np.full(2, 2 / 11), np.array([False, True]), 2 / 11, 1 / 12, damping)[0]
+    assert rule[0] < 1.0 < rule[1]
+
+
+def test_mgaa_step_size_rule():
+    """sigma <- sigma f_e after an acceptance, sigma f_c after a rejection, with beta = ln(d+1)/(d+1)^2,
+    f_e = 1 + beta (1 - 1/e), f_c = 1 - beta / e."""
+    dim = 4
+    target = T.haario_target(1, dim)
+    sampler = MGaA(target)
+    rng = np.random.default_rng(3)
+    state = sampler.init(target.sample(rng, 2))
+    sigma = sampler.sigma.copy()
+    state, _ = sampler.step(rng, state)
+    sampler.adapt(state, rejected_and_accepted(1, 1), 1)
+    beta = math.log(dim + 1) / (dim + 1) ** 2
+    np.testing.assert_allclose(sampler.sigma, sigma * [1 - beta / math.e, 1 + beta * (1 - 1 / math.e)], rtol=1e-14)
+
+
+FORMULA_SAMPLERS = {
+    "MCMA": lambda t: MCMA(t, initial_cov=np.array([[1.0, 0.5], [0.5, 2.0]]), initial_scale=0.8),
+    "MGaA": lambda t: MGaA(t, initial_scale=1.2),
+    "MH": lambda t: FixedProposalMH(t, np.array([[1.0, 0.3], [0.3, 0.5]])),
+}
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("sampler_name", FORMULA_SAMPLERS)
+def test_accept_prob_formula(sampler_name, seed):
+    """Symmetric random walks: the acceptance probability is min(1, pi(x*) / pi(x)) at the recorded
+    proposal x*, for every seed (deterministic, unlike a test of moments)."""
+    inner = T.haario_target(3, 2)
+    target = RecordingTarget(inner)
+    rng = np.random.default_rng(seed)
+    sampler = FORMULA_SAMPLERS[sampler_name](target)
+    state = sampler.init(inner.sample(rng, 40) * 1.5)
+    n_init = len(target.calls)
+    new_state, info = sampler.step(rng, state)
+    (proposal,) = target.calls[n_init:]
+    expected = np.exp(np.minimum(inner.logp(proposal) - inner.logp(state.x), 0.0))
+    assert 0 < np.mean(expected < 1) < 1
+    np.testing.assert_allclose(info.accept_prob, expected, rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(new_state.x, np.where(info.accepted[:, None], proposal, state.x))
+
+
+# --------------------------------------------------------------------------------------------
 # Bad arguments
 # --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("build, name", [
@@ -280,12 +353,15 @@ def test_bad_initial_state_raises():
 # --------------------------------------------------------------------------------------------
 # Planted bugs must make the tests above fail
 # --------------------------------------------------------------------------------------------
-MUTATIONS = {
-    "wrong-acceptance-ratio": ("logp - state.logp", "logp - 0.8 * state.logp", "test_exact_after"),
+MUTATIONS = {      # each caught by a deterministic formula test, for every seed it runs with
+    "wrong-acceptance-ratio": ("logp - state.logp", "logp - 0.8 * state.logp", "test_accept_prob_formula"),
     "gaa-no-det-normalisation": ("/ (det_delta ** (1 / dim))[:, None, None]", "",
-                                 "test_mgaa_shape_keeps_unit_determinant and 4-8"),
+                                 "test_gaa_shape_update_matches_the_matrix_square_root"),
     "success-rule-sign": ("np.exp((success_rate - target_success)", "np.exp((target_success - success_rate)",
-                          "test_step_size_rule_reaches_its_target_acceptance"),
+                          "success_rule_and_damping"),
+    "gaa-expansion-contraction-swapped": ('np.where(accepted, c["expansion"], c["contraction"])',
+                                          'np.where(accepted, c["contraction"], c["expansion"])',
+                                          "test_mgaa_step_size_rule"),
 }
 
 
@@ -293,3 +369,105 @@ MUTATIONS = {
 def test_planted_bug_is_caught(name, tmp_path):
     original, mutant, selection = MUTATIONS[name]
     assert_mutation_caught(tmp_path, "mcmc_lib/methods/mcma.py", original, mutant, "test_mcma.py", selection)
+
+
+# --------------------------------------------------------------------------------------------
+# The averaged stop (freeze_average) and the split of M-CMA's adaptation (adapt_scale, adapt_shape)
+# --------------------------------------------------------------------------------------------
+def drive(sampler, target, seed, n_iter, record=None):
+    """Step and adapt as the harness's warm-up does; record(t, sampler) after each adaptation."""
+    rng = np.random.default_rng(seed)
+    state = sampler.init(np.random.default_rng(seed + 1).uniform(-5, 5, size=(6, target.dim)))
+    for t in range(1, n_iter + 1):
+        state, info = sampler.step(rng, state)
+        sampler.adapt(state, info, t)
+        if record is not None:
+            record(t, sampler)
+    return state
+
+
+@pytest.mark.parametrize("make", [
+    lambda t, **kw: MCMA(t, initial_cov=np.diag([100.0, 1, 1, 1]), **kw),
+    lambda t, **kw: MGaA(t, initial_cov=np.diag([100.0, 1, 1, 1]), **kw),
+])
+def test_freeze_average_freezes_at_the_window_average(make):
+    """The frozen proposal is exp(mean log s)^2 times the mean of the unit-determinant shapes C / s^2
+    (renormalised), s = det(sigma^2 C)^(1/2d), over adaptation iterations first+1..last, computed here
+    from a twin sampler that never freezes; after the freeze, adapt changes nothing."""
+    target = T.haario_target(3, 4)
+    first, last = 20, 60
+    seen = []
+
+    def record(t, sampler):
+        if first < t <= last:
+            seen.append(sampler.proposal_cov().copy())
+
+    drive(make(target), target, 31, last, record)                 # the twin: same path, no freeze
+    frozen = make(target, freeze_average=(first, last))
+    state = drive(frozen, target, 31, last)
+    covs = np.array(seen)                                          # (window, chains, d, d)
+    log_scale = np.linalg.slogdet(covs)[1] / (2 * 4)
+    shapes = covs / np.exp(2 * log_scale)[..., None, None]
+    mean_shape = shapes.mean(axis=0)
+    mean_shape /= np.linalg.det(mean_shape)[:, None, None] ** (1 / 4)
+    expected = np.exp(2 * log_scale.mean(axis=0))[:, None, None] * mean_shape
+    np.testing.assert_allclose(frozen.proposal_cov(), expected, rtol=1e-9)
+    assert not np.allclose(covs[-1], expected, rtol=1e-3)          # the average is not the last value
+    before = frozen.proposal_cov().copy()
+    rng = np.random.default_rng(32)
+    for t in range(last + 1, last + 50):
+        state, info = frozen.step(rng, state)
+        frozen.adapt(state, info, t)
+    np.testing.assert_array_equal(frozen.proposal_cov(), before)
+
+
+def test_freeze_average_leaves_the_chain_exact():
+    target = correlated_target()
+    result = sample(lambda t: MCMA(t, freeze_average=(1000, 2000)), target, 33)
+    assert_moments_match(result.samples, target.mean, target.cov)
+
+
+def test_sigma_only_and_shape_only_adapt_what_they_say():
+    target = T.haario_target(3, 4)
+    c0 = np.diag([100.0, 1, 1, 1])
+    sigma_only = MCMA(target, initial_cov=c0, constant_adaptation=True, adapt_shape=False)
+    shape_only = MCMA(target, initial_cov=c0, constant_adaptation=True, adapt_scale=False)
+    both = MCMA(target, initial_cov=c0, constant_adaptation=True)
+    for sampler in (sigma_only, shape_only, both):
+        sampler.init(np.zeros((6, 4)))
+    cov0, sigma0 = sigma_only.cov.copy(), sigma_only.sigma.copy()     # det C_0 normalised into sigma
+    for sampler in (sigma_only, shape_only, both):
+        drive(sampler, target, 34, 800)
+    np.testing.assert_array_equal(sigma_only.cov, cov0)
+    assert not np.allclose(sigma_only.sigma, sigma0)
+    np.testing.assert_array_equal(shape_only.sigma, sigma0)
+    assert not np.allclose(shape_only.cov, cov0)
+    np.testing.assert_allclose(np.linalg.det(shape_only.cov), 1.0, rtol=1e-9)
+    assert not np.allclose(both.sigma, sigma0) and not np.allclose(both.cov, cov0)
+    assert sigma_only.name == "M-CMA (sigma only)" and shape_only.name == "M-CMA (shape only)"
+
+
+@pytest.mark.parametrize("build, name", [
+    (lambda t: MCMA(t, constant_adaptation=True, freeze_average=(10, 20)), "freeze_average"),
+    (lambda t: MGaA(t, freeze_average=(20, 20)), "freeze_average"),
+    (lambda t: MCMA(t, freeze_average=(-1, 20)), "freeze_average"),
+    (lambda t: MCMA(t, freeze_average="late"), "freeze_average"),
+    (lambda t: MCMA(t, adapt_scale="no"), "adapt_scale"),
+    (lambda t: MCMA(t, adapt_scale=False, adapt_shape=False), "adapt_scale and adapt_shape"),
+])
+def test_bad_freeze_and_split_arguments_raise(build, name):
+    with pytest.raises(ValueError, match=name):
+        build(T.haario_target(1, 2))
+
+
+FREEZE_MUTATIONS = {   # caught by the deterministic comparison with the twin sampler
+    "freeze-at-last-shape": ("shape = self._shape_sum / n", "shape = self.proposal_cov()"),
+    "freeze-arithmetic-scale": ("np.exp(self._log_scale_sum / n)", "np.exp(self._log_scale_sum / n) * 1.01"),
+}
+
+
+@pytest.mark.parametrize("name", FREEZE_MUTATIONS)
+def test_planted_freeze_bug_is_caught(name, tmp_path):
+    original, mutant = FREEZE_MUTATIONS[name]
+    assert_mutation_caught(tmp_path, "mcmc_lib/methods/mcma.py", original, mutant, "test_mcma.py",
+                           "test_freeze_average_freezes_at_the_window_average")

@@ -136,11 +136,32 @@ class ConstantAdaptation(Sampler):
         return self.sampler.tuning()
 
 
+def _average_window(freeze_average, constant_adaptation):
+    """None, or the adaptation iterations (first, last] over which the proposal is averaged."""
+    if freeze_average is None:
+        return None
+    try:
+        first, last = (int(v) for v in freeze_average)
+    except (TypeError, ValueError):
+        raise ValueError(f"freeze_average must be None or a pair (first, last) of iterations, "
+                         f"got {freeze_average!r}") from None
+    if not 0 <= first < last:
+        raise ValueError(f"freeze_average must satisfy 0 <= first < last, got {freeze_average!r}")
+    if constant_adaptation:
+        raise ValueError("freeze_average needs stopped adaptation: constant_adaptation must be False")
+    return first, last
+
+
 class _AdaptiveRandomWalk(Sampler):
     """Shared parts of M-CMA and M-GaA: a proposal x + sigma Q z per chain, the Metropolis test, and
-    where the adaptation happens (``adapt`` by default; inside ``step`` with constant_adaptation)."""
+    where the adaptation happens (``adapt`` by default; inside ``step`` with constant_adaptation).
 
-    def __init__(self, target, initial_cov, initial_scale, constant_adaptation):
+    ``freeze_average=(first, last)``: adapt as usual up to adaptation iteration ``last`` (the end of
+    warm-up), then freeze the proposal at its average over iterations first+1..last: the geometric
+    mean of the global scale det(sigma^2 C)^(1/2d) and the arithmetic mean of the shape C / det(C)^(1/d),
+    renormalised to determinant 1. Later calls to ``adapt`` change nothing."""
+
+    def __init__(self, target, initial_cov, initial_scale, constant_adaptation, freeze_average=None):
         super().__init__(target)
         dim = target.dim
         self.initial_cov = _square_matrix(np.eye(dim) if initial_cov is None else initial_cov, dim,
@@ -149,6 +170,7 @@ class _AdaptiveRandomWalk(Sampler):
         if not isinstance(constant_adaptation, (bool, np.bool_)):
             raise ValueError(f"constant_adaptation must be True or False, got {constant_adaptation!r}")
         self.constant_adaptation = bool(constant_adaptation)
+        self.freeze_average = _average_window(freeze_average, self.constant_adaptation)
         self._last = None
 
     def step(self, rng, state):
@@ -159,8 +181,33 @@ class _AdaptiveRandomWalk(Sampler):
         return new_state, info
 
     def adapt(self, state, info, iteration):
-        if not self.constant_adaptation:
+        if self.constant_adaptation:
+            return
+        if self.freeze_average is None:
             self._update(info.accepted, *self._last)
+            return
+        first, last = self.freeze_average
+        if iteration > last:
+            return                                   # frozen at the average
+        self._update(info.accepted, *self._last)
+        if iteration > first:
+            self._accumulate(reset=iteration == first + 1)
+        if iteration == last:
+            n = self._n_averaged
+            shape = self._shape_sum / n
+            _, shape_chol, _, _ = normalise_determinant(shape, np.zeros(shape.shape[:2]), np.ones(len(shape)))
+            shape = np.einsum("nij,nkj->nik", shape_chol, shape_chol)      # det 1
+            self._set_proposal(np.exp(self._log_scale_sum / n), shape, shape_chol)
+
+    def _accumulate(self, reset):
+        """Add the current proposal's log global scale and unit-determinant shape to the running sums."""
+        cov = self.proposal_cov()
+        shape, _, _, scale = normalise_determinant(cov, np.zeros(cov.shape[:2]), np.ones(len(cov)))
+        if reset:
+            self._log_scale_sum, self._shape_sum, self._n_averaged = 0.0, 0.0, 0
+        self._log_scale_sum = self._log_scale_sum + np.log(scale)
+        self._shape_sum = self._shape_sum + shape
+        self._n_averaged += 1
 
 
 class MCMA(_AdaptiveRandomWalk):
@@ -172,14 +219,26 @@ class MCMA(_AdaptiveRandomWalk):
     acceptance the evolution path and C get the rank-one update with the stall branch. With
     ``normalise=True`` det C is kept at 1 (an exact reparametrisation). Per-chain state: sigma and
     success_rate (n,), path (n, d), cov and chol (n, d, d).
+
+    To take the adaptation apart: ``adapt_shape=False`` keeps C at the normalised C_0 (sigma only,
+    as with c_cov = 0); ``adapt_scale=False`` keeps sigma at its initial value and C at det 1, so that
+    only the shape adapts (p-bar is still tracked: it selects the stall branch).
+    ``freeze_average=(first, last)``: see ``_AdaptiveRandomWalk``.
     """
 
     name = "M-CMA"
 
     def __init__(self, target, initial_cov=None, initial_scale=1.0, target_success=ONE_FIFTH_TARGET,
                  constant_adaptation=False, normalise=True, damping=None, success_smoothing=None,
-                 path_rate=None, cov_rate=None, stall_threshold=None):
-        super().__init__(target, initial_cov, initial_scale, constant_adaptation)
+                 path_rate=None, cov_rate=None, stall_threshold=None, adapt_scale=True, adapt_shape=True,
+                 freeze_average=None):
+        super().__init__(target, initial_cov, initial_scale, constant_adaptation, freeze_average)
+        for key, value in (("adapt_scale", adapt_scale), ("adapt_shape", adapt_shape)):
+            if not isinstance(value, (bool, np.bool_)):
+                raise ValueError(f"{key} must be True or False, got {value!r}")
+        if not (adapt_scale or adapt_shape):
+            raise ValueError("adapt_scale and adapt_shape are both False: nothing would adapt (use FixedProposalMH)")
+        self.adapt_scale, self.adapt_shape = bool(adapt_scale), bool(adapt_shape)
         self.constants = cma_constants(target.dim, target_success)
         for key, value in (("success_smoothing", success_smoothing), ("path_rate", path_rate),
                            ("cov_rate", cov_rate), ("stall_threshold", stall_threshold)):
@@ -190,6 +249,8 @@ class MCMA(_AdaptiveRandomWalk):
         self.normalise = bool(normalise)
         if not math.isclose(self.constants["target_success"], ONE_FIFTH_TARGET):
             self.name = f"M-CMA ({self.constants['target_success']:g})"
+        if not (self.adapt_scale and self.adapt_shape):
+            self.name += " (sigma only)" if self.adapt_scale else " (shape only)"
 
     def init(self, x0):
         state = super().init(x0)
@@ -208,18 +269,25 @@ class MCMA(_AdaptiveRandomWalk):
 
     def _update(self, accepted, z, step):
         c = self.constants
-        self.sigma, self.success_rate = success_rule(self.sigma, self.success_rate, accepted,
-                                                     c["target_success"], c["success_smoothing"], c["damping"])
+        sigma, self.success_rate = success_rule(self.sigma, self.success_rate, accepted,
+                                                c["target_success"], c["success_smoothing"], c["damping"])
+        if self.adapt_scale:
+            self.sigma = sigma
         rows = np.flatnonzero(accepted)
-        if rows.size == 0:
+        if rows.size == 0 or not self.adapt_shape:
             return
         cov, path = cma_covariance_update(self.cov[rows], self.path[rows], step[rows], self.success_rate[rows],
                                           c["path_rate"], c["cov_rate"], c["stall_threshold"])
-        if self.normalise:
-            cov, chol, path, self.sigma[rows] = normalise_determinant(cov, path, self.sigma[rows])
+        if self.normalise or not self.adapt_scale:
+            cov, chol, path, sigma = normalise_determinant(cov, path, self.sigma[rows])
+            if self.adapt_scale:             # the scale moves into sigma; shape only: it is dropped
+                self.sigma[rows] = sigma
         else:
             chol = np.linalg.cholesky(cov)
         self.cov[rows], self.chol[rows], self.path[rows] = cov, chol, path
+
+    def _set_proposal(self, sigma, shape, shape_chol):
+        self.sigma, self.cov, self.chol = sigma, shape, shape_chol
 
     def proposal_cov(self):
         return self.sigma[:, None, None] ** 2 * self.cov
@@ -258,13 +326,14 @@ class MGaA(_AdaptiveRandomWalk):
     Proposal x* = x + sigma Q z with det Q = 1; sigma expands by f_e on acceptance and contracts by
     f_c on rejection (acceptance rate driven to the hitting probability P = 1/e); on acceptance
     Q <- Q sqrt((1 - l) I + l z z^T), renormalised to det Q = 1. Per-chain sigma (n,), Q (n, d, d).
+    ``freeze_average=(first, last)``: see ``_AdaptiveRandomWalk``.
     """
 
     name = "M-GaA"
 
     def __init__(self, target, initial_cov=None, initial_scale=1.0, hitting_probability=1 / math.e,
-                 constant_adaptation=False):
-        super().__init__(target, initial_cov, initial_scale, constant_adaptation)
+                 constant_adaptation=False, freeze_average=None):
+        super().__init__(target, initial_cov, initial_scale, constant_adaptation, freeze_average)
         self.constants = gaa_constants(target.dim, hitting_probability)
 
     def init(self, x0):
@@ -286,6 +355,9 @@ class MGaA(_AdaptiveRandomWalk):
         rows = np.flatnonzero(accepted)
         if rows.size:
             self.shape[rows] = gaa_shape_update(self.shape[rows], z[rows], c["cov_rate"])
+
+    def _set_proposal(self, sigma, shape, shape_chol):
+        self.sigma, self.shape = sigma, shape_chol          # any square root of the shape will do
 
     def proposal_cov(self):
         return self.sigma[:, None, None] ** 2 * np.einsum("nij,nkj->nik", self.shape, self.shape)
