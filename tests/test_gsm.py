@@ -4,6 +4,8 @@
   lower-triangular L, for both branches of min{0, r};
 - exactness of gadRWM, gadMALAf and gadMALAe after adaptation stops (moments within Monte Carlo
   error), frozen L and beta, and no gradient/Hessian work after burn-in where none is needed;
+- NaN safety: a non-finite gradient at a proposal is a rejection and never reaches L (all three samplers);
+- the HMC baseline's step rule (the authors' hmc.m) against its formula and direction;
 - bad arguments raise ValueError naming them;
 - a planted sign error in the gadMALAf gradient makes the gradient test fail.
 """
@@ -16,7 +18,7 @@ import pytest
 
 from mcmc_lib import targets as T
 from mcmc_lib.harness import run
-from mcmc_lib.methods.gsm import (gadMALAe, gadMALAf, gadRWM, hessian_vector_product, mala_exact_bound_gradient,
+from mcmc_lib.methods.gsm import (AuthorsHMC, gadMALAe, gadMALAf, gadRWM, hessian_vector_product, mala_exact_bound_gradient,
                                   mala_fast_bound_gradient, rmsprop_step, rwm_bound_gradient, update_beta)
 
 from moments import assert_moments_match
@@ -227,6 +229,96 @@ def test_cached_Ltg_is_not_used_for_a_state_it_does_not_belong_to():
     copy = type(state)(state.x.copy(), state.logp.copy(), state.grad.copy())
     sampler.step(rng, copy)                                  # a different array: L^T g is recomputed
     assert np.all(np.abs(sampler._last[4]) < 1e3)          # Ltg_x used for the proposal was recomputed
+
+
+# ------------------------------------------------------------------------------------------------
+# The HMC baseline's step rule (the authors' hmc.m): eps <- eps (1 + 0.01 (a - 0.7) / 0.7)
+# ------------------------------------------------------------------------------------------------
+def test_authors_hmc_step_rule_formula_and_direction():
+    from mcmc_lib.samplers import HMC, StepInfo
+    target = correlated_target()
+    sampler = AuthorsHMC(target, step_size=0.2, n_leapfrog=5, target_accept=0.7)
+    state = sampler.init(np.zeros((2, 2)))
+    info = StepInfo(np.array([True, False]), np.array([1.0, 0.0]), np.array([False, False]))
+    sampler.adapt(state, info, 0)
+    # Formula: an acceptance multiplies eps by 1 + 0.01 * 0.3 / 0.7 (up), a rejection by 1 - 0.01 (down).
+    np.testing.assert_allclose(sampler.step_size, [0.2 * (1 + 0.01 * 0.3 / 0.7), 0.2 * 0.99], rtol=1e-14)
+    # The library's HMC scales eps^2 by that factor instead: half the rate on eps, so they differ.
+    library = HMC(target, step_size=0.2, n_leapfrog=5, target_accept=0.7)
+    library.init(np.zeros((2, 2)))
+    library.adapt(state, info, 0)
+    assert abs(library.step_size[1] - 0.2 * np.sqrt(0.99)) < 1e-14
+    assert not np.allclose(library.step_size, sampler.step_size)
+
+
+def test_authors_hmc_drives_acceptance_to_its_target():
+    target = correlated_target()
+    rng = np.random.default_rng(11)
+    for start in (1e-3, 1.5):        # from far too small and far too large a step
+        result = run(AuthorsHMC(target, step_size=start, n_leapfrog=5, target_accept=0.7),
+                     target.mean + rng.standard_normal((4, 2)), 3000, 2000, rng)
+        assert abs(result.accept_rate.mean() - 0.7) < 0.06
+        assert_moments_match(result.samples, target.mean, target.cov)
+
+
+# ------------------------------------------------------------------------------------------------
+# NaN safety: a non-finite gradient at a proposal is a rejection and never reaches L
+# ------------------------------------------------------------------------------------------------
+class NaNGradientGaussian(T.Target):
+    """N(0, I) whose log density is finite everywhere but whose gradient is NaN wherever some
+    |x_i| > 4 (a stand-in for an overflowing gradient far in the tails)."""
+
+    name = "N(0, I) with NaN gradients beyond |x_i| > 4"
+
+    def _logp(self, x):
+        return -0.5 * np.sum(x**2, axis=1)
+
+    def _grad(self, x):
+        return np.where(np.any(np.abs(x) > 4, axis=1, keepdims=True), np.nan, -x)
+
+    def hessian_vector_product(self, x, v):
+        return -np.asarray(v, dtype=float)
+
+
+@pytest.mark.parametrize("make", [gadRWM, gadMALAf, gadMALAe])
+def test_nan_gradient_at_a_proposal_never_reaches_L(make):
+    target = NaNGradientGaussian(3)
+    rng = np.random.default_rng(zlib.crc32(make.__name__.encode()))
+    # A wide initial L sends many proposals beyond |x_i| > 4, where the gradient is NaN.
+    sampler = make(target, initial_chol=2.5, learning_rate=1e-2)
+    result = run(sampler, np.zeros((6, 3)), 1500, 3000, rng)
+    nan_at_proposals = int(np.sum(result.n_nonfinite))
+    if make is not gadRWM:        # gadMALA rejects such proposals in step (their log ratio is NaN)
+        assert nan_at_proposals > 0, "the test must actually meet NaN gradients"
+    assert np.all(np.isfinite(sampler.L)), "a NaN gradient at a rejected proposal made L NaN"
+    assert np.all(np.isfinite(sampler.beta))
+    assert np.all(result.accept_rate > 0.1)
+    assert np.all(np.isfinite(result.samples))
+    np.testing.assert_allclose(result.samples.reshape(-1, 3).var(axis=0), 1.0, atol=0.25)
+
+
+def test_nan_gradient_reaches_gadRWM_adapt_and_is_masked():
+    """gadRWM needs grad log pi(y) only in adapt (r < 0): a NaN there is masked out of the update."""
+    target = NaNGradientGaussian(3)
+    sampler = gadRWM(target, initial_chol=2.5)
+    rng = np.random.default_rng(5)
+    state = sampler.init(np.zeros((200, 3)))
+    state, info = sampler.step(rng, state)
+    y = sampler._last[0]
+    surely_rejectable = (sampler._last[2] < 0) & np.any(np.abs(y) > 4, axis=1)
+    assert surely_rejectable.any()                 # some chains do evaluate a NaN gradient in adapt
+    sampler.adapt(state, info, 0)
+    assert np.all(np.isfinite(sampler.L))
+
+
+def test_tril_outer_masks_both_factors():
+    from mcmc_lib.methods.gsm import tril_outer
+    left = np.array([[1.0, 2.0], [np.nan, 1.0]])
+    right = np.array([[np.inf, 1.0], [1.0, np.nan]])
+    out = tril_outer(left, right, np.array([False, False]))
+    np.testing.assert_array_equal(out, 0.0)
+    out = tril_outer(np.array([[1.0, 2.0]]), np.array([[3.0, 4.0]]), np.array([True]))
+    np.testing.assert_array_equal(out[0], [[3.0, 0.0], [6.0, 8.0]])
 
 
 # ------------------------------------------------------------------------------------------------

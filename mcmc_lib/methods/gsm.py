@@ -9,7 +9,7 @@ import numpy as np
 from mcmc_lib.samplers.base import ChainState, Sampler, StepInfo, accept_proposals, metropolis_hastings_accept
 from mcmc_lib.validation import require_int, require_positive, require_probability
 
-__all__ = ["gadRWM", "gadMALAf", "gadMALAe", "rwm_bound_gradient", "mala_fast_bound_gradient",
+__all__ = ["gadRWM", "gadMALAf", "gadMALAe", "AuthorsHMC", "rwm_bound_gradient", "mala_fast_bound_gradient",
            "mala_exact_bound_gradient", "rmsprop_step", "update_beta", "hessian_vector_product",
            "supports_hessian_vector_product"]
 
@@ -42,7 +42,10 @@ def tril_outer(left, right, active):
     left, right: (n, d) for one rank-1 term or (n, d, K) for K terms."""
     if left.ndim == 2:
         left, right = left[:, :, None], right[:, :, None]
-    left = np.where(active[:, None, None], left, 0.0)    # np.where: a NaN gradient of an inactive chain stays out
+    # Both factors are masked with np.where (not multiplied by 0): a NaN or inf in either factor of an
+    # inactive chain (a non-finite gradient at a rejected proposal) must not reach L, as 0 * NaN = NaN.
+    left = np.where(active[:, None, None], left, 0.0)
+    right = np.where(active[:, None, None], right, 0.0)
     out = np.matmul(left, np.swapaxes(right, 1, 2))
     out *= tril_mask(out.shape[-1])
     return out
@@ -293,3 +296,16 @@ class gadMALAe(gadMALAf):
             return hessian_vector_product(self.target, y[rows], v)
         return mala_exact_bound_gradient(self.L, eps, grad_x, grad_y, hessian_vector, log_ratio, self.beta,
                                          Ltg_x, Ltg_y)
+
+
+from mcmc_lib.samplers import HMC
+
+
+class AuthorsHMC(HMC):
+    """HMC (identity mass, fixed number of leapfrog steps) whose step size adapts during warm-up by the
+    rule of the authors' hmc.m: eps <- eps (1 + rate (a - alpha*) / alpha*), a the 0/1 accept indicator
+    (mcmc_lib's HMC applies this factor to eps^2, i.e. half the rate on eps)."""
+
+    def adapt(self, state, info, iteration):
+        self.step_size = self.step_size * (1.0 + self.adapt_rate * (info.accepted.astype(float) - self.target_accept)
+                                           / self.target_accept)
