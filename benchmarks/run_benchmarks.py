@@ -1,18 +1,34 @@
-"""Speed of the baseline samplers, measured (not asserted): `make bench`.
+"""Speed of the targets and the baseline samplers, measured (not asserted): `make bench`.
 
-For RWM, MALA, HMC-10, NUTS and gadMALAf (the gsm chapter's sampler) on Neal's 100-d Gaussian and on Caravan logistic regression
-(d = 86, N = 5822), with 1 and with 10 chains, it records:
+Two tables go to benchmarks/results/baselines.json, with the machine and versions.
 
-- iterations per second per chain (sampling phase, adaptation off), at a working operating point:
-  chains start in the typical set (exact draws for Neal's Gaussian, the posterior mode plus a little
-  noise for Caravan) and a warm-up of 1,000 iterations tunes the step size to the sampler's target
-  acceptance, which the JSON records next to the speed;
+**Targets against their floor.** For each hot target, with 1 and 10 chains, the time of one
+batched ``logp_and_grad`` call next to the time of the arithmetic it cannot avoid, its *floor*:
+for logistic regression the two matrix products X w and X^T r (r of shape (n_chains, N)); for a
+dense Gaussian the product (x - m) S^{-1}; for a diagonal Gaussian the one elementwise division
+(x - m) / v. Both are timed the same way, in CPU time of this thread and in alternating blocks,
+so that both see the same machine; ``floor_ratio`` is the median of the per-block ratios (1.0 is
+the floor). On the cheap Gaussians the floor is one NumPy call: the ratio there counts NumPy
+calls, not arithmetic.
+
+**Samplers.** For RWM, MALA, HMC-10, NUTS and gadMALAf (the gsm chapter's sampler) on Neal's
+100-d Gaussian and on Caravan logistic regression (d = 86, N = 5822), with 1 and with 10 chains:
+
+- iterations per second per chain and microseconds per chain-iteration (sampling phase, adaptation
+  off, in CPU time of this thread, which equals the wall time on an idle machine and, unlike it,
+  stays steady when other processes share the cores; the JSON keeps the wall time too), at a
+  working operating point: chains start in the typical set (exact draws for Neal's
+  Gaussian, the posterior mode plus a little noise for Caravan) and a warm-up of 1,000 iterations
+  (NUTS: 200) tunes the step size to the sampler's target acceptance, which the JSON records;
+- for HMC, microseconds per leapfrog step (all chains together: one batched gradient and the
+  integrator's updates);
 - gradient (or, for RWM, density) evaluations per second;
-- the overhead ratio: the sampler's wall time divided by the time of the same number of target
+- the overhead ratio: the sampler's time divided by the time of the same number of target
   evaluations alone, made in batches of the same shape (n_chains, d). 1.0 is the floor; NUTS
   evaluates one chain at a time, so its baseline is batches of (1, d).
 
-Results go to benchmarks/results/baselines.json with the machine and versions.
+Neal's Gaussian is cheap (a few microseconds a call), so its runs are repeated (REPEATS) and long
+enough to last about a second in all; the JSON gives the median and the range over the repeats.
 """
 from __future__ import annotations
 
@@ -27,7 +43,7 @@ import numpy as np
 
 from mcmc_lib import targets
 from mcmc_lib.reference import find_mode
-from mcmc_lib.datasets import load_logistic_dataset
+from mcmc_lib.datasets import load_logistic_dataset, load_mnist_subset
 from mcmc_lib.harness import run
 from mcmc_lib.methods.gsm import gadMALAf
 from mcmc_lib.samplers import HMC, MALA, NUTS, RWM
@@ -42,8 +58,25 @@ def make_targets():
             "caravan": targets.LogisticRegression(X, t, prior_var=1.0, name="Caravan")}
 
 
+def make_floor_targets():
+    """The targets whose cost is set against its floor: the two above, the gsm chapter's MNIST
+    logistic regression (5 vs 6, d = 785) and its 51-d squared-exponential Gaussian (dense)."""
+    images, labels = load_mnist_subset()
+    rows = np.flatnonzero((labels == 5) | (labels == 6))
+    mnist = targets.LogisticRegression(np.hstack([images[rows], np.ones((rows.size, 1))]),
+                                       (labels[rows] == 5).astype(float), prior_var=1.0, name="MNIST 5 vs 6")
+    return {**make_targets(), "mnist": mnist, "se51": targets.squared_exponential_gaussian()}
+
+
 WARMUP = {"NUTS": 200}          # the others: 1,000 iterations, enough for the step size to settle
 ADAPT_RATE = 0.05               # per-iteration rate of the step-size rule (the library's default is 0.01)
+N_LEAPFROG = 10
+# Sampling iterations. On Caravan one run lasts seconds; on Neal's Gaussian each run is repeated
+# REPEATS times and lasts 0.3-2 s, so that the median is steady (0.1 s runs moved by +-50%).
+ITERATIONS = {"neal100": {"RWM": 20000, "MALA": 20000, "HMC-10": 5000, "NUTS": 1000, "gadMALAf": 20000},
+              "caravan": {"RWM": 4000, "MALA": 4000, "HMC-10": 1000, "NUTS": 100, "gadMALAf": 4000}}
+# (Caravan NUTS: trees of ~100-1000 leapfrog steps; 10 chains x 300 iterations would take minutes.)
+REPEATS = {"neal100": 3, "caravan": 1}
 
 
 def make_sampler(name, target, n_warmup):
@@ -53,7 +86,7 @@ def make_sampler(name, target, n_warmup):
     if name == "MALA":
         return MALA(target, step_size=0.5 / d**0.25, adapt_rate=ADAPT_RATE)
     if name == "HMC-10":
-        return HMC(target, step_size=0.05, n_leapfrog=10, adapt_rate=ADAPT_RATE)
+        return HMC(target, step_size=0.05, n_leapfrog=N_LEAPFROG, adapt_rate=ADAPT_RATE)
     if name == "NUTS":
         return NUTS(target, n_warmup=n_warmup, metric="diagonal")
     if name == "gadMALAf":
@@ -75,14 +108,31 @@ def typical_starts(target, n_chains, rng):
 
 
 def evaluation_time(target, uses_gradient, n_calls, states):
-    """Seconds for n_calls evaluations of the target on the (batch, d) array ``states`` (the
+    """CPU seconds for n_calls evaluations of the target on the (batch, d) array ``states`` (the
     sampler's last states, so that the floor is measured where the sampler spent its time)."""
     x = np.array(states)
     evaluate = target.logp_and_grad if uses_gradient else target.logp
-    start = time.perf_counter()
+    start = time.thread_time()
     for _ in range(n_calls):
         evaluate(x)
-    return time.perf_counter() - start
+    return time.thread_time() - start
+
+
+class SamplingClock:
+    """The sampler, unchanged, except that it reads this thread's CPU clock when the run harness
+    starts the sampling phase (its first step after the n_warmup warm-up steps)."""
+
+    def __init__(self, sampler, n_warmup):
+        self._sampler, self._n_warmup, self._steps, self.start = sampler, n_warmup, 0, None
+
+    def __getattr__(self, name):
+        return getattr(self._sampler, name)
+
+    def step(self, rng, state):
+        if self._steps == self._n_warmup:
+            self.start = time.thread_time()
+        self._steps += 1
+        return self._sampler.step(rng, state)
 
 
 def benchmark(sampler_name, target, n_chains, n_iter, rng):
@@ -90,51 +140,141 @@ def benchmark(sampler_name, target, n_chains, n_iter, rng):
     sampler = make_sampler(sampler_name, target, n_warmup)
     x0 = typical_starts(target, n_chains, rng)
     target.reset_counters()
-    result = run(sampler, x0, n_warmup, n_iter, rng, progress=False)
+    clock = SamplingClock(sampler, n_warmup)
+    result = run(clock, x0, n_warmup, n_iter, rng, progress=False)
+    seconds = time.thread_time() - clock.start           # CPU time of the sampling phase
     uses_gradient = sampler.uses_gradient
     evals_per_chain = result.grad_evals["sampling"] if uses_gradient else result.logp_evals["sampling"]
     batch = 1 if sampler_name == "NUTS" else n_chains
     n_calls = int(round(evals_per_chain * n_chains / batch))
     floor = evaluation_time(target, uses_gradient, n_calls, result.samples[:batch, -1, :])
-    return {
+    row = {
         "sampler": sampler_name, "target": target.name, "dim": target.dim, "n_chains": n_chains,
-        "n_iter": n_iter, "sampling_seconds": result.sampling_time,
-        "iterations_per_second_per_chain": n_iter / result.sampling_time,
+        "n_iter": n_iter, "sampling_cpu_seconds": seconds, "sampling_wall_seconds": result.sampling_time,
+        "iterations_per_second_per_chain": n_iter / seconds,
+        "microseconds_per_chain_iteration": 1e6 * seconds / (n_iter * n_chains),
         "evaluations_per_chain": evals_per_chain,
         "evaluation_kind": "gradient" if uses_gradient else "density",
-        "evaluations_per_second": evals_per_chain * n_chains / result.sampling_time,
-        "evaluation_floor_seconds": floor,
-        "overhead_ratio": result.sampling_time / floor,
+        "evaluations_per_second": evals_per_chain * n_chains / seconds,
+        "evaluation_floor_cpu_seconds": floor,
+        "overhead_ratio": seconds / floor,
         "acceptance": float(result.accept_prob.mean()),
     }
+    if sampler_name.startswith("HMC"):
+        # one leapfrog step = one batched gradient call of all chains (plus the accept step's share)
+        row["microseconds_per_leapfrog_step"] = 1e6 * seconds / evals_per_chain
+    return row
+
+
+def repeated_benchmark(sampler_name, target, n_chains, n_iter, rng, repeats):
+    """The median row of ``repeats`` runs (by sampling time), with the range of the per
+    chain-iteration time and of the overhead ratio over the runs."""
+    rows = sorted((benchmark(sampler_name, target, n_chains, n_iter, rng) for _ in range(repeats)),
+                  key=lambda r: r["sampling_cpu_seconds"])
+    row = dict(rows[len(rows) // 2])
+    if repeats > 1:
+        row["repeats"] = repeats
+        for key in ("microseconds_per_chain_iteration", "overhead_ratio"):
+            values = [r[key] for r in rows]
+            row[f"{key}_range"] = [min(values), max(values)]
+    return row
+
+
+# ----------------------------------------------------------------------------------------------
+# Targets against their floor
+# ----------------------------------------------------------------------------------------------
+def floor_kernel(target, x, rng):
+    """(description, function): the matrix products (or elementwise arithmetic) that one
+    logp_and_grad call at the states x cannot avoid, on arrays of the same shapes."""
+    if isinstance(target, targets.LogisticRegression):
+        X = target.X
+        r = rng.standard_normal((x.shape[0], target.n_data))
+        return "X w and X^T r", lambda: (x @ X.T, r @ X)
+    centred = x - target.mean
+    if target.diagonal:
+        variances = target.variances
+        return "(x - m) / v", lambda: centred / variances
+    precision = target.precision
+    return "(x - m) S^-1", lambda: centred @ precision
+
+
+def _seconds_per_call(fn, n_calls):
+    start = time.thread_time()
+    for _ in range(n_calls):
+        fn()
+    return (time.thread_time() - start) / n_calls
+
+
+def paired_timing(first, second, n_pairs=15, block_seconds=0.02):
+    """CPU seconds per call of two functions, timed in alternating blocks of about block_seconds
+    each: (median of first, median of second, median of the per-block ratios first / second).
+    CPU time of this thread, not wall time, so that other processes on the machine do not count."""
+    first(), second()                                   # warm caches and allocator
+    n_calls = max(1, int(block_seconds / max(_seconds_per_call(first, 3), 1e-7)))
+    a, b = [], []
+    for _ in range(n_pairs):
+        a.append(_seconds_per_call(first, n_calls))
+        b.append(_seconds_per_call(second, n_calls))
+    a, b = np.array(a), np.array(b)
+    return float(np.median(a)), float(np.median(b)), float(np.median(a / b))
+
+
+def target_floor(key, target, n_chains, rng, **timing):
+    """One row: logp_and_grad against its floor, at states in the typical set."""
+    x = typical_starts(target, n_chains, rng)
+    description, floor = floor_kernel(target, x, rng)
+    target_s, floor_s, ratio = paired_timing(lambda: target.logp_and_grad(x), floor, **timing)
+    return {"target": target.name, "key": key, "dim": target.dim, "n_chains": n_chains,
+            "n_data": getattr(target, "n_data", None), "floor": description,
+            "logp_and_grad_microseconds": 1e6 * target_s, "floor_microseconds": 1e6 * floor_s,
+            "floor_ratio": ratio}
+
+
+def machine():
+    model = ""
+    try:
+        model = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                     if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return {"platform": platform.platform(), "processor": platform.processor() or model,
+            "cpu_count": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__,
+            "threads": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")},
+            # other processes on the cores inflate wall times (CPU times much less)
+            "load_average_at_start": os.getloadavg()[0] if hasattr(os, "getloadavg") else None}
 
 
 def main(quick=False):
     rng = np.random.default_rng(SEED)
+    machine_info = machine()
+    floors = []
+    for key, target in make_floor_targets().items():
+        for n_chains in (1, 10):
+            row = target_floor(key, target, n_chains, rng)
+            floors.append(row)
+            print(f"{key:8s} chains={n_chains:2d}  logp_and_grad {row['logp_and_grad_microseconds']:9.1f} us  "
+                  f"floor ({row['floor']}) {row['floor_microseconds']:9.1f} us  x{row['floor_ratio']:.2f}",
+                  flush=True)
     rows = []
     # gadMALAf's sampling phase has its adaptation off, so it costs a fixed-L MALA step plus the
     # O(d^2) products with L; the gsm chapter reports its 20,000 + 20,000 run against the paper's 8.7 s.
-    iterations = {"RWM": 4000, "MALA": 4000, "HMC-10": 1000, "NUTS": 300, "gadMALAf": 4000}
     for target_name, target in make_targets().items():
-        for sampler_name, n_iter in iterations.items():
-            if target_name == "caravan" and sampler_name == "NUTS":
-                n_iter = 100   # trees of ~100-1000 leapfrog steps on Caravan: 10 chains x 300 would take minutes
+        for sampler_name, n_iter in ITERATIONS[target_name].items():
             for n_chains in (1, 10):
                 n = max(50, n_iter // 10) if quick else n_iter
-                row = benchmark(sampler_name, target, n_chains, n, rng)
+                row = repeated_benchmark(sampler_name, target, n_chains, n, rng, REPEATS[target_name])
                 rows.append(row)
-                print(f"{target_name:8s} {sampler_name:7s} chains={n_chains:2d}  "
-                      f"{row['iterations_per_second_per_chain']:9.1f} it/s/chain  "
+                leapfrog = (f"  {row['microseconds_per_leapfrog_step']:6.1f} us/leapfrog step"
+                            if "microseconds_per_leapfrog_step" in row else "")
+                print(f"{target_name:8s} {sampler_name:8s} chains={n_chains:2d}  "
+                      f"{row['microseconds_per_chain_iteration']:9.2f} us/chain-iteration  "
                       f"{row['evaluations_per_second']:10.0f} {row['evaluation_kind']} evals/s  "
-                      f"overhead x{row['overhead_ratio']:.2f}", flush=True)
+                      f"overhead x{row['overhead_ratio']:.2f}  acceptance {row['acceptance']:.2f}{leapfrog}",
+                      flush=True)
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / "baselines.json"
-    out.write_text(json.dumps({
-        "machine": {"platform": platform.platform(), "processor": platform.processor(),
-                    "cpu_count": os.cpu_count(), "python": platform.python_version(),
-                    "numpy": np.__version__,
-                    "threads": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")}},
-        "seed": SEED, "quick": quick, "results": rows}, indent=1))
+    out.write_text(json.dumps({"machine": machine_info, "seed": SEED, "quick": quick,
+                               "target_floors": floors, "results": rows}, indent=1))
     print(f"wrote {out}")
 
 

@@ -25,3 +25,36 @@ def test_benchmark_rows_are_measured_where_the_sampler_accepts(sampler_name):
     assert 0.1 < row["acceptance"] < 0.95, f"{sampler_name} benchmarked at acceptance {row['acceptance']:.3g}"
     assert row["overhead_ratio"] > 0 and row["iterations_per_second_per_chain"] > 0
     assert row["evaluations_per_chain"] == pytest.approx(200 * (10 if sampler_name == "HMC-10" else 1))
+    assert row["microseconds_per_chain_iteration"] == pytest.approx(1e6 * row["sampling_cpu_seconds"] / (200 * 3))
+    assert ("microseconds_per_leapfrog_step" in row) == (sampler_name == "HMC-10")
+
+
+@pytest.mark.parametrize("make_target,floor", [
+    (lambda rng: targets.LogisticRegression(np.column_stack([rng.standard_normal((300, 4)), np.ones(300)]),
+                                            (rng.uniform(size=300) < 0.3).astype(float)), "X w and X^T r"),
+    (lambda rng: targets.squared_exponential_gaussian(12), "(x - m) S^-1"),
+    (lambda rng: targets.neal_gaussian(30), "(x - m) / v"),
+])
+def test_target_floor_rows_hold_a_ratio_to_the_matrix_products(make_target, floor):
+    """Each hot target is timed against its floor (the products alone, on arrays of the same
+    shapes); the ratio is computed, never asserted against a speed."""
+    bench = _load_script()
+    rng = np.random.default_rng(1)
+    target = make_target(rng)
+    row = bench.target_floor("test", target, 3, rng, n_pairs=3, block_seconds=0.002)
+    assert row["floor"] == floor and row["n_chains"] == 3 and row["dim"] == target.dim
+    assert row["logp_and_grad_microseconds"] > 0 and row["floor_microseconds"] > 0
+    assert np.isfinite(row["floor_ratio"]) and row["floor_ratio"] > 0
+
+
+def test_floor_kernel_computes_the_products_of_the_target():
+    """The floor of logistic regression is the products X w and X^T r that logp_and_grad makes."""
+    bench = _load_script()
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((50, 3))
+    target = targets.LogisticRegression(X, (rng.uniform(size=50) < 0.5).astype(float))
+    w = rng.standard_normal((2, 3))
+    _, kernel = bench.floor_kernel(target, w, rng)
+    eta, product = kernel()
+    assert eta.shape == (2, 50) and product.shape == (2, 3)
+    np.testing.assert_allclose(eta, w @ X.T)
