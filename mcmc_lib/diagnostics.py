@@ -2,7 +2,13 @@
 
 Shapes follow the library: chains are arrays of shape ``(n_chains, n_draws, dim)``; a single
 chain ``(n_draws, dim)`` is accepted where that is natural. Point sets for the kernel
-discrepancies (KSD, FSSD, MMD) are ``(N, dim)``, with ``scores`` = ``grad log pi`` at the points.
+discrepancies (KSD, FSSD, MMD) are ``(N, dim)``, with ``scores`` = ``grad log pi`` at the points;
+a 1-D array of N numbers given to them is N scalar draws, shape ``(N, 1)`` (never one N-dimensional
+point). Only the kernels themselves (``imq_kernel``, ``stein_kernel_imq``) read a 1-D array as
+one point, since they are evaluated at pairs of points.
+
+A chain that never moves carries no information about the spread of the target: its effective
+sample size is 0 (not N), and its Monte Carlo standard error is nan (undefined).
 
 Contents
 --------
@@ -55,11 +61,15 @@ def _as_chains(samples, name: str = "samples", min_draws: int = 4):
     return arr, single
 
 
-def _as_points(x, name: str, dim: int | None = None, min_points: int = 1) -> np.ndarray:
-    """Return x as a finite float array (N, dim) with N >= min_points (a 1-D x is one point)."""
+def _as_points(x, name: str, dim: int | None = None, min_points: int = 1,
+               one_d: str = "draws") -> np.ndarray:
+    """Return x as a finite float array (N, dim) with N >= min_points.
+
+    A 1-D x of length N is N scalar draws, (N, 1), with one_d="draws" (samples, scores, test
+    locations); it is one point, (1, N), with one_d="point" (the kernels' arguments x, y)."""
     arr = np.asarray(x, dtype=float)
     if arr.ndim == 1:
-        arr = arr[None, :]
+        arr = arr[None, :] if one_d == "point" else arr[:, None]
     if arr.ndim != 2 or arr.shape[1] == 0 or (dim is not None and arr.shape[1] != dim):
         want = "(N, dim)" if dim is None else f"(N, {dim})"
         raise ValueError(f"{name} must have shape {want}, got {np.shape(x)}")
@@ -99,8 +109,19 @@ def _check_imq(c, beta):
 # Effective sample size and autocorrelation time
 # ----------------------------------------------------------------------------------------------
 def _arviz_ess(chains_2d: np.ndarray) -> float:
-    """ArviZ's ``identity`` ESS of an array (n_chains, n_draws) for one coordinate."""
-    return float(arviz.ess(chains_2d, method="identity"))
+    """ArviZ's ``identity`` ESS of an array (n_chains, n_draws) for one coordinate; 0 if constant.
+
+    ArviZ returns N for an array whose range is below 2.2e-16 (absolute): a chain that never
+    moved would get the largest ESS possible, and a coordinate on a tiny scale would too. Here an
+    exactly constant array gets 0 (no information about the spread), and the draws are
+    standardised first (ESS does not change under x -> (x - a) / b), so ArviZ's check never
+    fires on a coordinate that does move.
+    """
+    first = chains_2d.flat[0]
+    if np.all(chains_2d == first):
+        return 0.0
+    centred = chains_2d - chains_2d.mean()
+    return float(arviz.ess(centred / centred.std(), method="identity"))
 
 
 def ess(samples, per_chain: bool = True) -> np.ndarray:
@@ -118,6 +139,13 @@ def ess(samples, per_chain: bool = True) -> np.ndarray:
     (Vehtari et al. 2021), which estimates the ESS of the ranks, not of the mean. Small ArviZ
     details: it adds rho_{2K+2} when positive, and floors tau at 1/log10(MN) rather than 1, so
     antithetic chains may get ESS > MN (``geyer_ess_1d`` caps ESS at N).
+
+    A coordinate whose draws are all equal (a chain that never moved, or a constant) has ESS 0:
+    it says nothing about the target's spread. ArviZ itself would return N there; summaries that
+    average or minimise ESS over chains (``harness.summarise``) then show 0 for a stuck chain,
+    never a winning score. (Chains pooled with ``per_chain=False`` get 0 only if every draw of
+    every chain is the same number; chains stuck at different points get an ESS near 1-2, from
+    their between-chain variance.)
 
     samples: (n_chains, n_draws, dim), or one chain (n_draws, dim).
     per_chain=True: each chain is treated as an independent run (one ESS per run, as in the
@@ -152,29 +180,56 @@ def _fft_lag_sums(y: np.ndarray) -> np.ndarray:
     return np.fft.irfft(f * np.conj(f), n=next_fast_len(2 * n), axis=-1)[..., :n]
 
 
-def geyer_ess_1d(x) -> float:
+GEYER_CONVENTIONS = ("geyer", "arviz")
+
+
+def geyer_ess_1d(x, convention: str = "geyer") -> float:
     r"""Effective sample size of one scalar chain by Geyer's initial monotone sequence.
 
-    rho_k = gamma_k / gamma_0 with gamma_k = (1/N) sum_{t<N-k} (x_t - xbar)(x_{t+k} - xbar) (FFT);
-    Gamma_m = rho_{2m} + rho_{2m+1} for m = 0, 1, ... up to the first non-positive Gamma_m;
-    Gamma_m <- min(Gamma_0, ..., Gamma_m) (running minimum); tau = -1 + 2 sum_m Gamma_m,
-    floored at 1 so that ESS <= N; ESS = N / tau.
+    convention="geyer" (the textbook estimator, Geyer 1992):
+      rho_k = gamma_k / gamma_0 with gamma_k = (1/N) sum_{t<N-k} (x_t - xbar)(x_{t+k} - xbar) (FFT);
+      Gamma_m = rho_{2m} + rho_{2m+1} for m = 0, 1, ... up to the first negative or zero Gamma_m;
+      Gamma_m <- min(Gamma_0, ..., Gamma_m) (running minimum); tau = -1 + 2 sum_m Gamma_m,
+      floored at 1 so that ESS <= N; ESS = N / tau.
+    convention="arviz" (what ``arviz.ess(method="identity")`` computes for one chain, ArviZ 0.23,
+    which follows Stan), four differences, all O(1/N) or confined to the tail of the sum:
+      1. rho_k = gamma_k / gamma_0 - 1/(N-1) (Stan's multi-chain form for one chain, with the
+         unbiased within-chain variance N/(N-1) gamma_0);
+      2. rho_0 stays 1, and pairs are formed only while 2m < N-2;
+      3. the last pair formed (the first with Gamma_K <= 0, or the last one allowed by 2.) adds
+         its even term rho_{2K} to tau once when rho_{2K} > 0 or Gamma_K >= 0;
+      4. tau is floored at 1 / log10(N) instead of 1, so antithetic chains get ESS > N.
+    Both return 0 for a constant chain (ArviZ would return N; see ``ess``).
 
-    Our own implementation, to cross-check ``ess`` (ArviZ) in the tests.
+    Our own implementation, to cross-check ``ess`` (ArviZ) in the tests: with
+    convention="arviz" the two agree to rounding (1e-10).
     """
     x = np.asarray(x, dtype=float)
     if x.ndim != 1 or x.size < 4 or not np.all(np.isfinite(x)):
         raise ValueError(f"x must be a finite 1-D chain with at least 4 draws, got shape {x.shape}")
+    if convention not in GEYER_CONVENTIONS:
+        raise ValueError(f"convention must be one of {GEYER_CONVENTIONS}, got {convention!r}")
     n = x.size
     acov = _fft_lag_sums(x - x.mean()) / n
-    if acov[0] <= 0:
-        return float(n)  # a constant chain: nothing to correlate; ArviZ also returns N
+    if acov[0] <= 0 or np.all(x == x[0]):
+        return 0.0  # a chain that never moved: no information about the spread
     rho = acov / acov[0]
-    pairs = rho[: 2 * (n // 2)].reshape(-1, 2).sum(axis=1)
+    if convention == "geyer":
+        pairs = rho[: 2 * (n // 2)].reshape(-1, 2).sum(axis=1)
+        non_positive = np.flatnonzero(pairs <= 0)
+        pairs = pairs[: non_positive[0]] if non_positive.size else pairs
+        tau = -1.0 + 2.0 * np.minimum.accumulate(pairs).sum()
+        return n / max(tau, 1.0)
+    rho = rho - 1.0 / (n - 1)
+    rho[0] = 1.0                                    # ArviZ keeps rho_0 = 1
+    m_max = max((n - 3) // 2, 0)                    # pairs m >= 1 are formed while 2m < n - 2
+    pairs = rho[: 2 * m_max + 2].reshape(-1, 2).sum(axis=1)
     non_positive = np.flatnonzero(pairs <= 0)
-    pairs = pairs[: non_positive[0]] if non_positive.size else pairs
-    tau = -1.0 + 2.0 * np.minimum.accumulate(pairs).sum()
-    return n / max(tau, 1.0)
+    last = min(non_positive[0], m_max) if non_positive.size else m_max   # the last pair formed
+    tau = -1.0 + 2.0 * np.minimum.accumulate(pairs[:last]).sum()
+    if rho[2 * last] > 0 or pairs[last] >= 0:       # its even term, once
+        tau += rho[2 * last]
+    return n / max(tau, 1.0 / np.log10(n))
 
 
 def autocorrelation_time_neal(x, mean, max_lag: int) -> float:
@@ -215,11 +270,15 @@ def monte_carlo_standard_error(samples) -> np.ndarray:
     """Per-coordinate Monte Carlo standard error of the mean: MCSE = sd / sqrt(ESS).
 
     sd is the standard deviation of all draws pooled (ddof=1) and ESS = ``ess(samples,
-    per_chain=False)``. samples: (n_chains, n_draws, dim) or (n_draws, dim) -> (dim,).
+    per_chain=False)``; nan for a coordinate whose draws are all equal (ESS 0).
+    samples: (n_chains, n_draws, dim) or (n_draws, dim) -> (dim,).
     """
     chains, _ = _as_chains(samples)
     sd = chains.reshape(-1, chains.shape[2]).std(axis=0, ddof=1)
-    return sd / np.sqrt(ess(chains, per_chain=False))
+    n_eff = ess(chains, per_chain=False)
+    # ESS 0 (every draw the same number): the error of the mean is unknown, not 0.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(n_eff > 0, sd / np.sqrt(n_eff), np.nan)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -238,8 +297,8 @@ def imq_kernel(x, y, c: float = 1.0, beta: float = -0.5) -> np.ndarray:
     """
     c, beta = _check_imq(c, beta)
     scalar = np.ndim(x) == 1 and np.ndim(y) == 1
-    x = _as_points(x, "x")
-    y = _as_points(y, "y", dim=x.shape[1])
+    x = _as_points(x, "x", one_d="point")
+    y = _as_points(y, "y", dim=x.shape[1], one_d="point")
     k = (c**2 + sq_distances(x, y)) ** beta
     return k[0, 0] if scalar else k
 
@@ -255,8 +314,9 @@ def stein_kernel_imq(x, y, sx, sy, c: float = 1.0, beta: float = -0.5) -> np.nda
     """
     c, beta = _check_imq(c, beta)
     scalar = all(np.ndim(a) == 1 for a in (x, y, sx, sy))
-    x, sx = _as_points(x, "x"), _as_points(sx, "sx")
-    y, sy = _as_points(y, "y", dim=x.shape[1]), _as_points(sy, "sy", dim=x.shape[1])
+    x, sx = _as_points(x, "x", one_d="point"), _as_points(sx, "sx", one_d="point")
+    y = _as_points(y, "y", dim=x.shape[1], one_d="point")
+    sy = _as_points(sy, "sy", dim=x.shape[1], one_d="point")
     if sx.shape != x.shape or sy.shape != y.shape:
         raise ValueError(f"sx, sy must have the shapes of x, y {x.shape}, {y.shape}, got "
                          f"{sx.shape}, {sy.shape}")

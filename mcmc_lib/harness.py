@@ -26,13 +26,15 @@ class RunResult:
     accept_rate: np.ndarray          # fraction of sampling iterations that moved, (n_chains,)
     accept_prob: np.ndarray          # mean acceptance probability (NUTS: mean acceptance statistic)
     warmup_accept_rate: np.ndarray   # (n_chains,)
-    n_nonfinite: np.ndarray          # non-finite proposals rejected, whole run, (n_chains,)
+    n_nonfinite: np.ndarray          # steps that met a NaN/inf log density or gradient, whole run, (n_chains,)
     warmup_time: float               # seconds, all chains together
     sampling_time: float
     logp_evals: dict                 # {"warmup": per chain, "sampling": per chain}
     grad_evals: dict
     tuning: dict = field(default_factory=dict)
     thin: int = 1
+    n_divergent: np.ndarray = None   # divergent trajectories (NUTS), whole run, (n_chains,); 0 for
+                                     # samplers that report none. Counted apart from n_nonfinite.
 
     @property
     def n_chains(self) -> int:
@@ -74,15 +76,27 @@ def _show_progress(progress):
     return sys.stderr.isatty() and not os.environ.get("CI")
 
 
+def _kept(keep, x, n_chains, width):
+    """keep(x), checked: a 2-d array (n_chains, width), width fixed by the first call."""
+    kept = np.asarray(keep(x))
+    if kept.ndim != 2 or kept.shape[0] != n_chains or (width is not None and kept.shape[1] != width):
+        want = f"({n_chains}, n_stored)" if width is None else f"({n_chains}, {width})"
+        raise ValueError(f"keep must map the states (n_chains, dim) = {x.shape} to an array of shape "
+                         f"{want}, got shape {kept.shape}")
+    return kept
+
+
 def _phase(sampler, state, rng, n_iter, adapt, keep, thin, progress, label, first_iteration=0):
     """Run n_iter steps; store every thin-th kept state.
-    Returns (state, stored, logps, accept rate, mean acceptance probability, non-finite count)."""
+    Returns (state, stored, logps, accept rate, mean acceptance probability, non-finite count,
+    divergence count)."""
     n_chains = state.x.shape[0]
     n_kept = n_iter // thin if keep is not None else 0
     stored, logps = None, np.empty((n_chains, n_kept))
     accepts = np.zeros(n_chains)
     accept_probs = np.zeros(n_chains)
     nonfinite = np.zeros(n_chains, dtype=int)
+    divergent = np.zeros(n_chains, dtype=int)
     iterator = range(n_iter)
     if _show_progress(progress):
         from tqdm.auto import tqdm
@@ -92,16 +106,18 @@ def _phase(sampler, state, rng, n_iter, adapt, keep, thin, progress, label, firs
         accepts += info.accepted
         accept_probs += info.accept_prob
         nonfinite += info.nonfinite
+        if info.divergent is not None:
+            divergent += info.divergent
         if adapt:
             sampler.adapt(state, info, first_iteration + t + 1)
         if keep is not None and (t + 1) % thin == 0:
-            kept = keep(state.x)
+            kept = _kept(keep, state.x, n_chains, None if stored is None else stored.shape[2])
             if stored is None:
                 stored = np.empty((n_chains, n_kept, kept.shape[1]))
             stored[:, (t + 1) // thin - 1] = kept
             logps[:, (t + 1) // thin - 1] = state.logp
     n = max(n_iter, 1)
-    return state, stored, logps, accepts / n, accept_probs / n, nonfinite
+    return state, stored, logps, accepts / n, accept_probs / n, nonfinite, divergent
 
 
 def run(sampler, x0, n_warmup: int, n_samples: int, rng, thin: int = 1, keep=None,
@@ -109,13 +125,22 @@ def run(sampler, x0, n_warmup: int, n_samples: int, rng, thin: int = 1, keep=Non
     """Warm up ``sampler`` from ``x0`` (n_chains, dim) for n_warmup iterations with adaptation, then
     draw n_samples iterations with adaptation stopped, keeping every ``thin``-th state.
 
-    ``keep`` maps the states (n_chains, dim) to what is stored (default: all coordinates), which
-    keeps memory small for long runs in high dimension.
+    ``keep`` maps the states (n_chains, dim) to what is stored, an array (n_chains, n_stored)
+    (default: all coordinates), which keeps memory small for long runs in high dimension.
+    At least one state is stored: thin <= n_samples.
+
+    ``n_nonfinite`` counts the steps that met a NaN or infinite log density (rejected), and
+    ``n_divergent`` the divergent trajectories of samplers that report them (NUTS), separately.
     """
     require_rng(rng)
     n_warmup = require_int(n_warmup, "n_warmup")
     n_samples = require_int(n_samples, "n_samples", minimum=1)
     thin = require_int(thin, "thin", minimum=1)
+    if thin > n_samples:
+        raise ValueError(f"thin must be at most n_samples = {n_samples} (every thin-th of the n_samples "
+                         f"states is stored), got {thin}")
+    if keep is not None and not callable(keep):
+        raise ValueError(f"keep must be a function of the states (n_chains, dim), got {keep!r}")
     keep = (lambda x: x) if keep is None else keep
     target = sampler.target
     counts = {"start": (target.n_logp_evals, target.n_grad_evals)}
@@ -123,13 +148,16 @@ def run(sampler, x0, n_warmup: int, n_samples: int, rng, thin: int = 1, keep=Non
     start = time.perf_counter()
     state = sampler.init(x0)
     n_chains = state.x.shape[0]
-    state, _, _, warm_acc, _, warm_bad = _phase(sampler, state, rng, n_warmup, True, None, 1, progress, "warm-up")
+    if n_chains < 1:
+        raise ValueError(f"x0 must hold at least one chain, got shape {np.shape(x0)}")
+    state, _, _, warm_acc, _, warm_bad, warm_div = _phase(sampler, state, rng, n_warmup, True, None, 1,
+                                                          progress, "warm-up")
     warmup_time = time.perf_counter() - start
     counts["warmup"] = (target.n_logp_evals, target.n_grad_evals)
 
     start = time.perf_counter()
-    state, stored, logps, acc, acc_prob, bad = _phase(sampler, state, rng, n_samples, False, keep, thin, progress,
-                                             "sampling", first_iteration=n_warmup)
+    state, stored, logps, acc, acc_prob, bad, div = _phase(sampler, state, rng, n_samples, False, keep, thin,
+                                                           progress, "sampling", first_iteration=n_warmup)
     sampling_time = time.perf_counter() - start
     counts["sampling"] = (target.n_logp_evals, target.n_grad_evals)
 
@@ -139,7 +167,8 @@ def run(sampler, x0, n_warmup: int, n_samples: int, rng, thin: int = 1, keep=Non
     return RunResult(
         sampler=sampler.name, samples=stored, logp=logps, accept_rate=acc, accept_prob=acc_prob,
         warmup_accept_rate=warm_acc,
-        n_nonfinite=warm_bad + bad, warmup_time=warmup_time, sampling_time=sampling_time,
+        n_nonfinite=warm_bad + bad, n_divergent=warm_div + div,
+        warmup_time=warmup_time, sampling_time=sampling_time,
         logp_evals={"warmup": per_chain("warmup", "start", 0), "sampling": per_chain("sampling", "warmup", 0)},
         grad_evals={"warmup": per_chain("warmup", "start", 1), "sampling": per_chain("sampling", "warmup", 1)},
         tuning=sampler.tuning(), thin=thin)

@@ -5,13 +5,17 @@ import numpy as np
 from scipy import linalg
 
 
-def as_batch(x, dim: int, name: str = "x") -> np.ndarray:
-    """Return x as a float array of shape (n_chains, dim); a single state (dim,) becomes (1, dim)."""
+def as_batch(x, dim: int, name: str = "x", min_rows: int = 0) -> np.ndarray:
+    """Return x as a float array of shape (n_chains, dim); a single state (dim,) becomes (1, dim).
+    min_rows=1 refuses an empty batch (starting states: zero chains would divide by zero later)."""
     x = np.asarray(x, dtype=float)
     if x.ndim == 1:
         x = x[None, :]
     if x.ndim != 2 or x.shape[1] != dim:
         raise ValueError(f"{name} must have shape (n_chains, {dim}), got {x.shape}")
+    if x.shape[0] < min_rows:
+        raise ValueError(f"{name} must hold at least {min_rows} chain(s), shape (n_chains >= {min_rows}, "
+                         f"{dim}), got {x.shape}")
     return x
 
 

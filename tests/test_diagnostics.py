@@ -21,12 +21,65 @@ def ar1(rng, phi, n_chains, n_draws):
 # --- ESS and autocorrelation time ---------------------------------------------------------------
 @pytest.mark.parametrize("phi", [0.0, 0.5, 0.9])
 def test_arviz_ess_agrees_with_own_geyer(phi):
+    """The textbook estimator differs from ArviZ's only by the O(1/N) details listed in
+    geyer_ess_1d (rho - 1/(N-1), the tail term, the floor); both are near N (1 - phi) / (1 + phi)."""
     x = ar1(np.random.default_rng(1), phi, 1, 20_000)[0]
     ours = dg.geyer_ess_1d(x)
     theirs = dg.ess(x[:, None])[0]
     assert ours == pytest.approx(theirs, rel=0.03)
-    # and both near the truth N (1 - phi) / (1 + phi)
     assert ours == pytest.approx(x.size * (1 - phi) / (1 + phi), rel=0.15)
+
+
+@pytest.mark.parametrize("n", [4, 5, 9, 40, 1001, 20_000])
+@pytest.mark.parametrize("phi", [-0.7, -0.2, 0.0, 0.5, 0.9, 0.99])
+def test_geyer_truncation_equals_arviz_to_rounding(phi, n):
+    """Our implementation of the same estimator (convention="arviz": Stan's rho, the initial positive
+    sequence with its tail term, the monotone sequence, the 1/log10 N floor) against arviz.ess to
+    1e-10, on chains short and long, positively and negatively correlated."""
+    rng = np.random.default_rng(abs(hash((phi, n))) % 2**32)
+    for _ in range(5):
+        x = ar1(rng, phi, 1, n)[0]
+        assert dg.geyer_ess_1d(x, convention="arviz") == pytest.approx(dg.ess(x[:, None])[0], rel=1e-10)
+
+
+def test_geyer_truncation_on_a_hand_made_autocorrelation():
+    """A chain with a known autocorrelation, x = (1, 1, -1, -1) repeated (N = 16, mean 0, gamma_0 = 1):
+    gamma_1 = 1/16 (15 products alternating +1 -1), gamma_2 = -14/16, gamma_3 = -1/16, ... The
+    initial positive sequence keeps only the first pair, rho_0 + rho_1, since rho_2 + rho_3 < 0."""
+    n = 16
+    x = np.tile([1.0, 1.0, -1.0, -1.0], n // 4)
+    rho = np.array([np.sum(x[: n - j] * x[j:]) for j in range(n)]) / n
+    np.testing.assert_allclose(rho[:4], [1.0, 1 / 16, -14 / 16, -1 / 16])
+    # textbook: tau = -1 + 2 (rho_0 + rho_1), floored at 1
+    assert dg.geyer_ess_1d(x) == pytest.approx(n / max(-1 + 2 * (1 + 1 / 16), 1.0), rel=1e-12)
+    # ArviZ's convention: rho_k - 1/(N-1) for k >= 1; rho_2 < 0, so no tail term; floor 1/log10(N)
+    r1 = 1 / 16 - 1 / 15
+    assert (-14 / 16 - 1 / 15) + (-1 / 16 - 1 / 15) < 0
+    expected = n / max(-1 + 2 * (1 + r1), 1 / np.log10(n))
+    assert dg.geyer_ess_1d(x, convention="arviz") == pytest.approx(expected, rel=1e-12)
+    assert dg.geyer_ess_1d(x, convention="arviz") == pytest.approx(dg.ess(x[:, None])[0], rel=1e-10)
+
+
+def test_ess_of_a_chain_that_never_moves_is_zero():
+    """A stuck chain has no information about the spread: ESS 0 (ArviZ alone would return N), MCSE nan."""
+    rng = np.random.default_rng(20)
+    moving = ar1(rng, 0.5, 3, 1000)
+    chains = np.stack([moving, moving + 1.0], axis=-1)       # (3, 1000, 2)
+    chains[1] = [0.3, -2.0]                                  # chain 1 never moves
+    per_chain = dg.ess(chains)
+    assert np.all(per_chain[1] == 0) and np.all(per_chain[[0, 2]] > 100)
+    assert np.all(dg.ess(np.full((500, 3), 2.5)) == 0)
+    assert np.all(dg.ess(np.full((4, 500, 3), 2.5), per_chain=False) == 0)
+    assert dg.geyer_ess_1d(np.full(100, -1.0)) == 0 and dg.geyer_ess_1d(np.full(100, 7.0), "arviz") == 0
+    np.testing.assert_array_equal(dg.ess_summary(chains)["max"][1], 0.0)
+    assert np.all(np.isnan(dg.monte_carlo_standard_error(np.full((2, 100, 2), 3.0))))
+    # chains stuck at different points: the pooled ESS is about the number of chains, never N
+    stuck_apart = np.repeat(np.arange(4.0)[:, None, None], 500, axis=1)
+    assert dg.ess(stuck_apart, per_chain=False)[0] < 4
+    # a coordinate that moves on a tiny scale is not mistaken for a constant (ESS is scale-free)
+    x = ar1(rng, 0.9, 1, 2000)[0]
+    assert dg.ess(1e-17 * x[:, None])[0] == pytest.approx(dg.ess(x[:, None])[0], rel=1e-8)
+    assert dg.ess(1e-17 * x[:, None])[0] == pytest.approx(dg.geyer_ess_1d(x, "arviz"), rel=1e-8)
 
 
 def test_ess_shapes_and_summary():
@@ -162,6 +215,51 @@ def test_mmd_matches_direct_formula():
     unbiased = ((kxx.sum() - 20) / 380 + (kyy.sum() - 15) / 210 - 2 * kxy.mean())
     assert dg.mmd_squared(x, y, bandwidth=0.8) == pytest.approx(biased, rel=1e-10)
     assert dg.mmd_squared(x, y, bandwidth=0.8, unbiased=True) == pytest.approx(unbiased, rel=1e-10)
+
+
+def test_mmd_default_bandwidth_is_the_median_pairwise_distance():
+    """bw = median of ||z_i - z_j|| over pairs i < j of the pooled sample (over 1000 evenly spaced
+    points when there are more), so the default equals passing that number explicitly."""
+    from scipy.spatial.distance import pdist
+
+    rng = np.random.default_rng(14)
+    x, y = rng.standard_normal((30, 3)), rng.standard_normal((25, 3)) * 2 + 1
+    bw = np.median(pdist(np.vstack([x, y])))
+    assert dg._median_bandwidth(np.vstack([x, y])) == pytest.approx(bw, rel=1e-12)
+    assert dg.mmd_squared(x, y) == pytest.approx(dg.mmd_squared(x, y, bandwidth=bw), rel=1e-12)
+    assert dg.mmd_squared(x, y, unbiased=True) == pytest.approx(dg.mmd_squared(x, y, bandwidth=bw, unbiased=True),
+                                                                rel=1e-12)
+    # the direct formula with that bandwidth (not bw^2, not the mean distance)
+    k = lambda a, b: np.exp(-np.sum((a[:, None] - b[None]) ** 2, -1) / (2 * bw**2))  # noqa: E731
+    assert dg.mmd_squared(x, y) == pytest.approx(k(x, x).mean() + k(y, y).mean() - 2 * k(x, y).mean(), rel=1e-10)
+    # more than 1000 points: the median over 1000 evenly spaced ones
+    z = rng.standard_normal((2500, 2))
+    subset = z[np.linspace(0, 2499, 1000).astype(int)]
+    assert dg._median_bandwidth(z) == pytest.approx(np.median(pdist(subset)), rel=1e-12)
+    with pytest.raises(ValueError, match="bandwidth"):
+        dg.mmd_squared(np.zeros((5, 2)), np.zeros((5, 2)))
+
+
+def test_one_dimensional_samples_are_scalar_draws():
+    """A 1-D array of N numbers is N scalar draws, (N, 1), for KSD, FSSD and MMD; never one N-d point."""
+    rng = np.random.default_rng(15)
+    x = rng.standard_normal(100)
+    y = rng.standard_normal(80) + 0.5
+    assert dg.ksd(x, -x) == pytest.approx(dg.ksd(x[:, None], -x[:, None]), rel=1e-12)
+    # N(0, 1) draws: KSD^2 ~ E k0(x, x) / N = 2 / N (d = 1), so KSD is about 0.14, not 0 (one point)
+    assert 0.05 < dg.ksd(x, -x) < 0.3
+    for kernel in ("gaussian", "polynomial"):
+        assert dg.mmd_squared(x, y, kernel=kernel) == pytest.approx(
+            dg.mmd_squared(x[:, None], y[:, None], kernel=kernel), rel=1e-12)
+    assert dg.mmd_squared(x, y) > 0.01      # shifted by 0.5: not the 0 of two single points
+    v = np.array([-1.0, 0.5])
+    assert dg.fssd(x, -x, v) == pytest.approx(dg.fssd(x[:, None], -x[:, None], v[:, None]), rel=1e-12)
+    assert dg.initial_test_locations(x, 3, np.random.default_rng(0)).shape == (3, 1)
+    # the kernels, evaluated at pairs of points, still read a 1-D array as one point
+    a, b = rng.standard_normal((2, 4))
+    assert np.ndim(dg.imq_kernel(a, b)) == 0
+    with pytest.raises(ValueError, match="scores"):
+        dg.ksd(x, -x[:50])
 
 
 # --- Confidence regions -------------------------------------------------------------------------

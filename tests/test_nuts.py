@@ -7,7 +7,8 @@ import arviz as az
 import numpy as np
 import pytest
 
-from mcmc_lib.samplers.nuts import NUTS, initial_step_size, metric_windows
+from mcmc_lib.samplers.nuts import (NUTS, DualAveraging, _Point, _Subtree, _Trajectory, initial_step_size,
+                                   metric_windows, no_u_turn)
 from mcmc_lib.targets import Gaussian, Target
 
 N_SIGMA = 4.5
@@ -176,3 +177,109 @@ def test_bad_per_chain_step_size_shape():
     sampler = NUTS(Gaussian(np.ones(2)), step_size=[0.1, 0.2, 0.3])
     with pytest.raises(ValueError, match="step_size"):
         sampler.init(np.zeros((2, 2)))
+
+
+# ------------------------------------------------------------------------------------------------
+# Divergences and non-finite densities are counted apart
+# ------------------------------------------------------------------------------------------------
+def test_divergences_are_not_counted_as_nonfinite():
+    """A step size 100 times the target's scale makes the energy error explode at finite densities:
+    divergences, not non-finite densities. The half-Gaussian's wall (log density -inf) is the
+    opposite case."""
+    from mcmc_lib.harness import run as run_harness
+
+    rng = np.random.default_rng(21)
+    narrow = Gaussian(np.full(2, 1e-4))
+    result = run_harness(NUTS(narrow, step_size=1.0, n_warmup=0), 0.01 * rng.standard_normal((2, 2)), 0, 30, rng)
+    assert np.all(result.n_divergent == 30) and np.all(result.n_nonfinite == 0)
+    wall = run_harness(NUTS(HalfGaussian(2), n_warmup=100), np.abs(rng.standard_normal((2, 2))), 100, 300, rng)
+    assert np.all(wall.n_nonfinite > 0) and np.all(wall.n_divergent == 0)
+    sampler = NUTS(narrow, step_size=1.0, n_warmup=0)
+    state = sampler.init(np.full((1, 2), 0.01))
+    _, info = sampler.step(rng, state)
+    assert info.divergent.tolist() == [True] and info.nonfinite.tolist() == [False]
+    assert sampler.last_divergent.tolist() == [True] and sampler.last_nonfinite.tolist() == [False]
+
+
+# ------------------------------------------------------------------------------------------------
+# The no-U-turn criterion on hand-made momenta (deterministic)
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("p_minus, p_plus, rho, expected", [
+    ([1.0, 0.0], [1.0, 0.5], [2.0, 0.5], True),      # rho.p- = 2, rho.p+ = 2.25: still moving apart
+    ([1.0, 0.0], [-1.0, 0.5], [1.0, 2.0], False),    # rho.p- = 1, rho.p+ = 0: the end has turned
+    ([-1.0, 0.5], [1.0, 0.0], [1.0, 1.0], False),    # rho.p- = -0.5, rho.p+ = 1: the start has turned
+    ([-1.0, 0.0], [0.0, -1.0], [1.0, 1.0], False),   # both turned
+    ([0.0, 1.0], [1.0, 0.0], [1.0, 0.0], False),     # rho.p- = 0: not > 0
+])
+def test_no_u_turn_criterion_on_hand_made_momenta(p_minus, p_plus, rho, expected):
+    assert bool(no_u_turn(np.array(p_minus), np.array(p_plus), np.array(rho))) == expected
+
+
+def subtree(*momenta):
+    """A subtree of consecutive points with the given momenta (positions do not enter the criterion)."""
+    points = [_Point(np.zeros(2), np.array(p, dtype=float), 0.0, np.zeros(2)) for p in momenta]
+    return _Subtree(points[0], points[-1], points[0], np.sum([pt.p for pt in points], axis=0), 0.0, True)
+
+
+# Momenta (a1, a2) of the earlier half and (b1, b2) of the later one; the three checks by hand:
+#   full:  rho = a1 + a2 + b1 + b2 with ends a1, b2;
+#   left:  rho = a1 + a2 + b1 with ends a1, b1;   right: rho = a2 + b1 + b2 with ends a2, b2.
+MERGE_CASES = {
+    # rho = (-2, 4): a1.rho = 4, b2.rho = 12; left (0, 2): b1.(0, 2) = 0 -> U-turn; right (-4, 2): 4, 12
+    "only-left-fails": ([[2, 2], [-1, 0]], [[-1, 0], [-2, 2]], False),
+    # rho = (-6, -1): 21, 8; left (-5, 1): 12, 7; right (-3, 2): a2 gives 7, b2 gives -1 -> U-turn
+    "only-right-fails": ([[-3, -3], [-1, 2]], [[-1, 2], [-1, -2]], False),
+    # rho = (3, 0): a1.rho = -3 -> U-turn; left (1, 2): 5, 6; right (4, -3): 9, 14
+    "only-full-fails": ([[-1, 3], [0, -3]], [[2, 2], [2, -2]], False),
+    # rho = (2, 8): 12, 22; left (-1, 6): 14, 6; right (4, 8): 28, 28
+    "none-fails": ([[-2, 2], [1, 3]], [[0, 1], [3, 2]], True),
+}
+
+
+@pytest.mark.parametrize("case", MERGE_CASES)
+def test_u_turn_checks_across_merged_halves(case):
+    first, second, expected = MERGE_CASES[case]
+    traj = _Trajectory(Gaussian(np.ones(2)), 0.1, np.ones(2), 1000.0, np.random.default_rng(0))
+    assert bool(traj.merge_ok(subtree(*first), subtree(*second))) == expected
+
+
+def test_u_turn_criterion_uses_the_metric():
+    """rho . M^{-1} p: with inv_metric (1, 10) the point p+ = (1, -0.5) has turned back against
+    rho = (2, 0.5) (1 - 2.5 < 0), with the identity it has not (2 - 0.25 > 0)."""
+    first, second = subtree([1.0, 1.0]), subtree([1.0, -0.5])
+    identity = _Trajectory(Gaussian(np.ones(2)), 0.1, np.ones(2), 1000.0, np.random.default_rng(0))
+    scaled = _Trajectory(Gaussian(np.ones(2)), 0.1, np.array([1.0, 10.0]), 1000.0, np.random.default_rng(0))
+    assert bool(identity.merge_ok(first, second)) is True
+    assert bool(scaled.merge_ok(first, second)) is False
+
+
+# ------------------------------------------------------------------------------------------------
+# Dual averaging against Hoffman & Gelman's Algorithm 5 (one step at a time, known inputs)
+# ------------------------------------------------------------------------------------------------
+def test_dual_averaging_formula_and_direction():
+    """H_t = (1 - 1/(t + 10)) H_{t-1} + (delta - a_t)/(t + 10); log eps_t = log(10 eps_0) - sqrt(t)/0.05 H_t;
+    log eps_bar_t = t^-0.75 log eps_t + (1 - t^-0.75) log eps_bar_{t-1}."""
+    delta, eps0 = 0.8, 0.5
+    da = DualAveraging(2, delta)
+    da.restart(np.array([eps0, eps0]))
+    stats = [np.array([0.6, 0.95]), np.array([0.9, 1.4]), np.array([0.1, 0.7])]   # 1.4 is clipped to 1
+    h_bar, log_bar = np.zeros(2), np.zeros(2)
+    for t, a in enumerate(stats, start=1):
+        eps = da.update(a)
+        h_bar = (1 - 1 / (t + 10)) * h_bar + (delta - np.minimum(a, 1.0)) / (t + 10)
+        log_eps = np.log(10 * eps0) - np.sqrt(t) / 0.05 * h_bar
+        log_bar = t**-0.75 * log_eps + (1 - t**-0.75) * log_bar
+        np.testing.assert_allclose(eps, np.exp(log_eps), rtol=1e-13)
+        np.testing.assert_allclose(da.final_step_size(np.ones(2)), np.exp(log_bar), rtol=1e-13)
+    # direction: from the same state, an acceptance statistic above delta gives a larger step size
+    low, high = DualAveraging(1, delta), DualAveraging(1, delta)
+    low.restart(np.array([eps0]))
+    high.restart(np.array([eps0]))
+    assert high.update(np.array([0.95]))[0] > low.update(np.array([0.6]))[0]
+    # and NUTS.adapt feeds it the step's acceptance statistic
+    sampler = NUTS(Gaussian(np.ones(2)), step_size=eps0, n_warmup=100)
+    state = sampler.init(np.zeros((2, 2)))
+    state, info = sampler.step(np.random.default_rng(0), state)
+    sampler.adapt(state, info, 1)
+    h1 = (delta - np.minimum(info.accept_prob, 1.0)) / 11
+    np.testing.assert_allclose(sampler.step_size, np.exp(np.log(10 * eps0) - h1 / 0.05), rtol=1e-13)

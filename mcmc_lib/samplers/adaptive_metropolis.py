@@ -39,6 +39,9 @@ class HaarioAM(Sampler):
         if initial_cov.ndim == 0:
             require_positive(initial_cov, "initial_cov")
             initial_cov = float(initial_cov) * np.eye(d)
+        if initial_cov.shape != (d, d):
+            raise ValueError(f"initial_cov must be a scalar or a ({d}, {d}) matrix for the {d}-d target, "
+                             f"got shape {initial_cov.shape}")
         self.initial_chol = require_positive_definite(initial_cov, "initial_cov")
         self.t0 = require_int(2 * d if t0 is None else t0, "t0", minimum=1)
         self.eps = float(require_positive(eps, "eps"))

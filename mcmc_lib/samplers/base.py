@@ -25,10 +25,18 @@ class ChainState(NamedTuple):
 
 
 class StepInfo(NamedTuple):
-    """What one step did, per chain."""
+    """What one step did, per chain.
+
+    ``nonfinite`` is only about the target: the step met a NaN or infinite log density (or
+    gradient), which was rejected. ``divergent`` is only about the integrator (NUTS, and any
+    sampler that reports it): a trajectory whose energy error exceeded its threshold at finite
+    densities. None (the default) means the sampler has no notion of divergence; the run
+    harness counts both separately (``RunResult.n_nonfinite``, ``RunResult.n_divergent``).
+    """
     accepted: np.ndarray        # bool (n_chains,)
     accept_prob: np.ndarray     # min(1, exp(log ratio)); 0 where the proposal was non-finite
     nonfinite: np.ndarray       # bool (n_chains,): proposal had a non-finite log density or gradient
+    divergent: Optional[np.ndarray] = None   # bool (n_chains,): energy error above the threshold
 
 
 def metropolis_hastings_accept(log_ratio, u):
@@ -91,7 +99,7 @@ class Sampler:
         self.target = target
 
     def init(self, x0) -> ChainState:
-        x0 = as_batch(x0, self.target.dim, "x0")
+        x0 = as_batch(x0, self.target.dim, "x0", min_rows=1)
         if self.uses_gradient:
             logp, grad = self.target.logp_and_grad(x0)
         else:
@@ -114,5 +122,7 @@ class Sampler:
 
 def robbins_monro_scale(scale, accepted, target_rate, rate=0.01):
     """The gsm paper's code's multiplicative rule: scale <- scale (1 + rate (a - a*) / a*), per chain,
-    with a the 0/1 accept indicator. It drives the acceptance rate to a* during warm-up."""
+    with a the 0/1 accept indicator. It drives the acceptance rate to a* during warm-up: an
+    acceptance multiplies the scale by 1 + rate (1 - a*) / a* > 1, a rejection by 1 - rate < 1,
+    and the expected change is 0 exactly when P(accept) = a*."""
     return scale * (1.0 + rate * (accepted.astype(float) - target_rate) / target_rate)

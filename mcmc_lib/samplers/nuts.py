@@ -8,8 +8,9 @@ introduction to Hamiltonian Monte Carlo", appendix A):
    probability 1/2 each) and integrate a new subtree of 2^j leapfrog steps from that end of the
    trajectory. Each point z gets the weight w(z) = exp(H0 - H(z)).
    - The new subtree is discarded, and the doubling stops, if the subtree is invalid: one of its
-     points diverged (H(z) - H0 > max_energy_error, or a non-finite log density or gradient), or
-     one of its sub-subtrees made a U-turn. So a divergent point never becomes the state.
+     points diverged (H(z) - H0 > max_energy_error, counted as a divergence; or a non-finite
+     log density or gradient, counted as non-finite, not as a divergence), or one of its
+     sub-subtrees made a U-turn. So a divergent point never becomes the state.
    - Otherwise the sample moves to the subtree's own proposal with probability
      min(1, W_new / W_old) (biased progressive sampling, W = sum of weights), and the two halves
      are merged. Inside a subtree the proposal is drawn by weight: the later half's proposal wins
@@ -112,7 +113,8 @@ class _Trajectory:
         self.h0 = 0.0
         self.n_leapfrog = 0
         self.sum_accept = 0.0     # sum over leapfrog steps of min(1, exp(H0 - H))
-        self.divergent = False
+        self.divergent = False    # a point with finite density had H - H0 > max_energy_error
+        self.nonfinite = False    # a point had a NaN/inf log density or gradient
 
     def hamiltonian(self, point: _Point) -> float:
         """H = -log pi(x) + p^T M^{-1} p / 2, +inf if the log density or gradient is not finite."""
@@ -137,7 +139,12 @@ class _Trajectory:
         self.n_leapfrog += 1
         energy_error = self.hamiltonian(new) - self.h0
         valid = energy_error <= self.max_energy_error
-        self.divergent |= not valid
+        if not valid:
+            # Both end the doubling; they are counted apart: the target's fault or the integrator's.
+            if np.isfinite(new.logp) and np.all(np.isfinite(new.grad)):
+                self.divergent = True
+            else:
+                self.nonfinite = True
         self.sum_accept += np.exp(min(0.0, -energy_error))
         return _Subtree(new, new, new, new.p, -energy_error, valid)
 
@@ -179,7 +186,8 @@ class _Transition(NamedTuple):
     accept_stat: float
     depth: int
     n_leapfrog: int
-    divergent: bool
+    divergent: bool       # the energy error exceeded max_energy_error at finite densities
+    nonfinite: bool       # the trajectory met a NaN/inf log density or gradient
     energy: float
 
 
@@ -215,7 +223,7 @@ def nuts_transition(target, x, logp, grad, step_size, inv_metric, rng,
             break
     sample = tree.proposal
     return _Transition(sample, moved, traj.sum_accept / traj.n_leapfrog, depth, traj.n_leapfrog,
-                       traj.divergent, traj.hamiltonian(sample))
+                       traj.divergent, traj.nonfinite, traj.hamiltonian(sample))
 
 
 def initial_step_size(target, x, logp, grad, inv_metric, rng, step_size=1.0, max_iter=100):
@@ -357,7 +365,11 @@ class NUTS(Sampler):
     divergence threshold on H - H0), ``n_warmup`` (the length of warm-up the windows are planned for).
 
     After each ``step`` the arrays over chains ``last_tree_depth``, ``last_n_leapfrog``,
-    ``last_divergent``, ``last_accept_stat`` and ``last_energy`` hold its diagnostics;
+    ``last_divergent``, ``last_nonfinite``, ``last_accept_stat`` and ``last_energy`` hold its
+    diagnostics. A divergence (energy error above ``max_energy_error`` at finite densities) and a
+    non-finite log density or gradient both end the doubling, but are reported apart: in the
+    step's StepInfo as ``divergent`` and ``nonfinite``, and by the run harness as
+    ``n_divergent`` and ``n_nonfinite``;
     ``n_tuning_leapfrog`` counts the leapfrog steps of the step-size heuristic, so that the
     target's gradient count is n_chains (init) + n_tuning_leapfrog.sum() + the sum of last_n_leapfrog.
     """
@@ -402,6 +414,7 @@ class NUTS(Sampler):
         self.last_tree_depth = np.zeros(n, dtype=int)
         self.last_n_leapfrog = np.zeros(n, dtype=int)
         self.last_divergent = np.zeros(n, dtype=bool)
+        self.last_nonfinite = np.zeros(n, dtype=bool)
         self.last_accept_stat = np.zeros(n)
         self.last_energy = np.zeros(n)
         return state
@@ -423,13 +436,15 @@ class NUTS(Sampler):
                 moved[c] = out.moved
                 self._record(c, out)
         self._stepped_since_adapt = True
-        info = StepInfo(moved, self.last_accept_stat.copy(), self.last_divergent.copy())
+        info = StepInfo(moved, self.last_accept_stat.copy(), self.last_nonfinite.copy(),
+                        self.last_divergent.copy())
         return ChainState(x, logp, grad), info
 
     def _record(self, c, out: _Transition):
         self.last_tree_depth[c] = out.depth
         self.last_n_leapfrog[c] = out.n_leapfrog
         self.last_divergent[c] = out.divergent
+        self.last_nonfinite[c] = out.nonfinite
         self.last_accept_stat[c] = out.accept_stat
         self.last_energy[c] = out.energy
 
