@@ -192,3 +192,122 @@ def run_groups(sampler, state, rng, n_groups, group_size, record, between=None, 
                 records = np.empty((n_chains, n_groups, value.shape[1]))
             records[:, g - burn_groups] = value
     return state, records, rejections / (n_groups * group_size)
+
+
+from mcmc_lib.targets import Target
+
+
+def tanh(a):
+    """tanh through exp, which numpy vectorises for float64 (np.tanh does not, and dominated the network's
+    cost); equal to np.tanh within 1e-15. The argument is clipped at |a| = 40, where tanh is +-1 in
+    float64, so exp cannot overflow."""
+    e = np.exp(np.clip(-2.0 * a, -80.0, 80.0))
+    return (1.0 - e) / (1.0 + e)
+
+
+class BNNConditional(Target):
+    """log p(weights | precisions, data) of eq. (eq-nru-bnn), batched over chains: one layer of
+    ``n_hidden`` tanh units and a logistic output for 0/1 targets. Each chain has its own input precisions
+    ``tau_in`` (n_chains, n_inputs) and output-weight precision ``tau_out`` (n_chains,), which ``gibbs``
+    redraws. Parameter order: W (input-major, n_inputs x n_hidden), hidden biases, output weights, output bias."""
+
+    def __init__(self, X, y, n_chains, n_hidden=12, prior=None):
+        X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
+        if X.ndim != 2 or y.shape != (X.shape[0],) or not np.all((y == 0) | (y == 1)):
+            raise ValueError(f"X must be (n_cases, n_inputs) and y (n_cases,) of 0/1, got shapes {X.shape}, {y.shape}")
+        self.n_in, self.n_hidden = X.shape[1], int(n_hidden)
+        super().__init__(self.n_in * self.n_hidden + 2 * self.n_hidden + 1)
+        self.name = "BNN weights given the precisions"
+        self.X, self.y = X, y
+        self.prior = {"shape_in": 0.5, "rate_in": 0.02, "shape_out": 0.5, "rate_out": 0.5,
+                      "sd_bh": 2.0, "sd_bo": 2.0} | (prior or {})
+        self.tau_in, self.tau_out = np.ones((n_chains, self.n_in)), np.ones(n_chains)
+
+    def unpack(self, theta):
+        n, k, h = len(theta), self.n_in * self.n_hidden, self.n_hidden
+        return theta[:, :k].reshape(n, self.n_in, h), theta[:, k:k + h], theta[:, k + h:k + 2 * h], theta[:, -1]
+
+    def _logp_and_grad(self, theta):
+        n, m, p = len(theta), self.n_hidden, self.prior
+        W, bh, wo, bo = self.unpack(theta)
+        h = tanh((self.X @ W.transpose(1, 0, 2).reshape(self.n_in, n * m)).reshape(-1, n, m) + bh)  # (cases, chains, m)
+        f = np.einsum("cnj,nj->cn", h, wo) + bo                                                   # (cases, chains)
+        r = self.y[:, None] - 1.0 / (1.0 + np.exp(-f))                                            # d loglik / d f
+        da = (1.0 - h * h) * wo * r[:, :, None]                                                   # d loglik / d a
+        logp = (np.sum(self.y[:, None] * f - np.logaddexp(0.0, f), axis=0)
+                - 0.5 * np.einsum("nij,nij,ni->n", W, W, self.tau_in) - 0.5 * np.sum(bh**2, 1) / p["sd_bh"] ** 2
+                - 0.5 * self.tau_out * np.sum(wo**2, 1) - 0.5 * bo**2 / p["sd_bo"] ** 2)
+        grad_W = (self.X.T @ da.reshape(-1, n * m)).reshape(self.n_in, n, m).transpose(1, 0, 2)
+        grad = np.concatenate([(grad_W - self.tau_in[:, :, None] * W).reshape(n, -1),
+                               da.sum(axis=0) - bh / p["sd_bh"] ** 2,
+                               np.einsum("cn,cnj->nj", r, h) - self.tau_out[:, None] * wo,
+                               (r.sum(axis=0) - bo / p["sd_bo"] ** 2)[:, None]], axis=1)
+        return logp, grad
+
+    def _logp(self, theta):
+        return self._logp_and_grad(theta)[0]
+
+    def _grad(self, theta):
+        return self._logp_and_grad(theta)[1]
+
+    def gibbs(self, rng, theta):
+        """Redraw the precisions from their Gamma conditionals given the weights."""
+        W, _, wo, _ = self.unpack(theta)
+        p, m = self.prior, self.n_hidden
+        self.tau_in = rng.gamma(p["shape_in"] + m / 2, 1.0 / (p["rate_in"] + 0.5 * np.sum(W**2, axis=2)))
+        self.tau_out = rng.gamma(p["shape_out"] + m / 2, 1.0 / (p["rate_out"] + 0.5 * np.sum(wo**2, axis=1)))
+
+
+def fbm_net_stepsizes(X, tau_in, tau_out, n_hidden, sd_bh, sd_bo):
+    """Eq. (eq-nru-fbm-steps): FBM's per-parameter step sizes eps_k = d_k^(-1/2) for a one-hidden-layer tanh
+    network with a logistic output (net-mc.c, mc_app_stepsizes, release 2020-01-24), from the precisions only.
+    X (n_cases, n_inputs), tau_in (n_chains, n_inputs), tau_out (n_chains,) -> (n_chains, n_params), in
+    BNNConditional's parameter order."""
+    X = np.asarray(X, dtype=float)
+    tau_in, tau_out = np.atleast_2d(np.asarray(tau_in, dtype=float)), np.atleast_1d(np.asarray(tau_out, dtype=float))
+    if tau_in.shape != (len(tau_out), X.shape[1]) or np.any(tau_in <= 0) or np.any(tau_out <= 0):
+        raise ValueError(f"tau_in must be positive with shape (n_chains, {X.shape[1]}) and tau_out positive "
+                         f"(n_chains,), got shapes {tau_in.shape} and {tau_out.shape}")
+    n_cases, n_chains, ones = X.shape[0], len(tau_out), np.ones(n_hidden)
+    hidden = 0.25 / tau_out                       # per hidden unit: sigma_o^2 / 4
+    d_W = (tau_in[:, :, None] + np.sum(X**2, axis=0)[None, :, None] * hidden[:, None, None]) * ones
+    d_bh = (1.0 / sd_bh**2 + n_cases * hidden)[:, None] * ones
+    d_wo = (tau_out + n_cases * 0.25)[:, None] * ones
+    d_bo = np.full((n_chains, 1), 1.0 / sd_bo**2 + n_cases * 0.25)
+    return 1.0 / np.sqrt(np.concatenate([d_W.reshape(n_chains, -1), d_bh, d_wo, d_bo], axis=1))
+
+
+class StepScaledTarget(Target):
+    """A target seen in the coordinates z = x / scale (scale > 0, shape (n_chains, dim)): log pi(scale z)
+    and its gradient scale * grad log pi. Identity-mass leapfrog of step eta in z is leapfrog with the
+    per-parameter steps eta * scale in x, eq. (eq-nru-scaled). ``rescale`` swaps the scale and returns
+    the z of the same x (after a Gibbs update of the hyperparameters the scale depends on)."""
+
+    def __init__(self, base, scale):
+        super().__init__(base.dim)
+        self.base, self.name = base, f"{base.name}, per-parameter step sizes"
+        self.scale = self._checked(scale)
+
+    def _checked(self, scale):
+        scale = np.asarray(scale, dtype=float)
+        if scale.ndim != 2 or scale.shape[1] != self.dim or not np.all(np.isfinite(scale) & (scale > 0)):
+            raise ValueError(f"scale must be positive and finite with shape (n_chains, {self.dim}), got {scale.shape}")
+        return scale
+
+    def to_x(self, z):
+        return self.scale * z
+
+    def rescale(self, z, new_scale):
+        x = self.to_x(z)
+        self.scale = self._checked(new_scale)
+        return x / self.scale
+
+    def _logp_and_grad(self, z):
+        logp, grad = self.base.logp_and_grad(self.scale * z)
+        return logp, self.scale * grad
+
+    def _logp(self, z):
+        return self.base.logp(self.scale * z)
+
+    def _grad(self, z):
+        return self._logp_and_grad(z)[1]
