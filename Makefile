@@ -15,15 +15,20 @@ export OMP_NUM_THREADS ?= 1
 export OPENBLAS_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: help env book test unit sync nbval book-smoke bench export references paper clean
+.PHONY: help env book test unit sync nbval book-smoke check-browser notebook lab bench export references paper clean
 
 help:
 	@echo "make book       - build the HTML book at _build/html/index.html (MCMC_BOOK_PROFILE=default)"
-	@echo "make test       - what CI runs: unit, sync, nbval and book-smoke below"
+	@echo "make test       - what CI runs: unit, sync, nbval, book-smoke and check-browser below"
 	@echo "make unit       - the pytest unit tests (tests/)"
 	@echo "make sync       - check that mcmc_lib/methods is in sync with the chapters' exported cells"
 	@echo "make nbval      - execute every chapter as a notebook at the smoke profile"
 	@echo "make book-smoke - strict (-W) book build at the smoke profile, then the HTML checks"
+	@echo "make check-browser - every page of _build/html in headless Chromium at 1,400 and 400 px"
+	@echo "make notebook CHAPTER=foundations"
+	@echo "                - one chapter as a plain notebook, executed at smoke size, in _build/notebooks/"
+	@echo "make lab CHAPTER=foundations"
+	@echo "                - the same, opened in JupyterLab (installs the pins of requirements-lab.txt)"
 	@echo "make bench      - benchmarks/ -> benchmarks/results/*.json"
 	@echo "make export     - regenerate mcmc_lib/methods from the chapters' exported cells"
 	@echo "make references - re-record the smoke-size reference values (tests/reference/)"
@@ -48,7 +53,7 @@ book: $(STAMP)
 	MCMC_BOOK_PROFILE=$${MCMC_BOOK_PROFILE:-default} $(BIN)/jupyter-book build . --all
 	@echo "The book is at _build/html/index.html"
 
-test: unit sync nbval book-smoke
+test: unit sync nbval book-smoke check-browser
 	@echo "make test: all checks passed"
 
 unit: $(STAMP)
@@ -69,6 +74,37 @@ book-smoke: $(STAMP)
 	rm -rf _build/claims
 	MCMC_BOOK_PROFILE=smoke $(BIN)/jupyter-book build . $(JB_FLAGS)
 	$(BIN)/python tests/check_html.py _build/html
+
+# Every page in headless Chromium at 1,400 px and 400 px (tests/check_browser.py, about 2 minutes):
+# wide content without a scroll cue, unreadable or unlabelled figures, raw LaTeX or MyST. Chromium is
+# Debian's package, installed here when it is missing and this runs as root with apt-get (as in CI);
+# CHROMIUM=/path/to/chrome uses another.
+check-browser: $(STAMP)
+	@if [ -z "$${CHROMIUM:-}" ] && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing chromium (apt-get)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "make check-browser needs Chromium: apt-get install chromium, or set CHROMIUM=/path/to/chrome"; exit 1; fi; \
+	fi
+	$(BIN)/python tests/check_browser.py _build/html
+
+# One chapter as a plain Jupyter notebook: code included from mcmc_lib shown as code, numbers and
+# figures filled in, citations and equation numbers as in the book (book/_ext/notebook_download.py).
+# Executed at MCMC_BOOK_PROFILE (smoke unless set: about a minute); EXECUTE=0 only converts.
+notebook: $(STAMP)
+	@test -n "$(CHAPTER)" || { echo "usage: make notebook CHAPTER=<one of: $(basename $(notdir $(shell grep -l '^kernelspec:' book/*.md)))>"; exit 2; }
+	MCMC_BOOK_PROFILE=$${MCMC_BOOK_PROFILE:-smoke} $(BIN)/python book/_ext/notebook_download.py $(CHAPTER) \
+	    -o _build/notebooks/$(CHAPTER).ipynb $(if $(filter 0,$(EXECUTE)),,--execute)
+
+# JupyterLab is not needed to build or test the book; requirements-lab.txt pins it on top of the
+# book's pins, installed into .venv on first use.
+LAB_STAMP := $(VENV)/.lab-installed
+$(LAB_STAMP): requirements-lab.txt $(STAMP)
+	$(BIN)/python -m pip install --quiet -c requirements.txt -r requirements-lab.txt
+	@touch $(LAB_STAMP)
+
+lab: $(LAB_STAMP) $(if $(CHAPTER),notebook)
+	MCMC_BOOK_PROFILE=$${MCMC_BOOK_PROFILE:-smoke} $(BIN)/jupyter lab $(if $(CHAPTER),_build/notebooks/$(CHAPTER).ipynb,_build/notebooks)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_benchmarks.py

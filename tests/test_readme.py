@@ -13,3 +13,17 @@ def test_readme_example_runs():
     completed = subprocess.run([sys.executable, "-c", blocks[0]], capture_output=True, text=True, timeout=300)
     assert completed.returncode == 0, completed.stderr
     assert "acceptance" in completed.stdout and "(4, 5000, 20)" in completed.stdout
+
+
+def test_readme_names_only_functions_that_exist():
+    """Every `name` the README gives next to `mcmc_lib.diagnostics` is a function there (it once
+    pointed readers to a `diagnostics.mmd` that does not exist)."""
+    from mcmc_lib import diagnostics
+
+    text = README.read_text()
+    sentence = text[text.index("Diagnostics are in `mcmc_lib.diagnostics`"):]
+    sentence = sentence[: sentence.index("datasets in")]
+    names = re.findall(r"`([a-z_]+)`", sentence)
+    assert len(names) >= 5
+    missing = [name for name in names if not callable(getattr(diagnostics, name, None))]
+    assert not missing, f"README names diagnostics that do not exist: {missing}"

@@ -1,24 +1,398 @@
-"""Offer each executed chapter as a notebook in the page's download menu.
+"""Chapters as notebooks that read and run as is in plain Jupyter.
 
-sphinx-book-theme lists ``_sources/<page>.ipynb`` under "download" when the page context has
-``ipynb_source``, but it only copies the notebook there when a launch service (Binder, Colab, ...)
-is configured, which would add links to outside services. This extension does the copy itself.
+A chapter's Markdown uses MyST syntax that only Sphinx understands: ``{literalinclude}`` directives
+(the code a chapter explains lives in ``mcmc_lib``), ``{glue:text}`` roles and ``{glue:figure}``
+directives (numbers and figures computed by the chapter), ``{cite}``, ``{eq}``, ``{ref}``,
+``{numref}``, ``{doc}`` roles and ``(label)=`` targets. Jupyter shows all of these raw. This module
+rewrites a chapter notebook into plain Jupyter Markdown:
+
+- ``{literalinclude}`` becomes a fenced code block with the included code;
+- ``{glue:text}`name:fmt``` becomes the glued value, formatted as on the page (when the notebook
+  was executed), and ``{glue:figure}`` the glued image (a cell attachment) with its caption;
+- citations become "(Author, year)", equation references "(n.k)", labelled equations get
+  ``\\tag{n.k}``, cross-references the section or page title.
+
+Used in three places:
+- the Sphinx extension (``setup`` below) writes the executed, rewritten chapter to
+  ``_sources/<page>.ipynb``, which sphinx-book-theme offers in the page's download menu;
+- ``make notebook CHAPTER=foundations`` (``python book/_ext/notebook_download.py``) converts a
+  chapter with jupytext, executes it (``--execute``) and rewrites it into ``_build/notebooks/``;
+- ``tests/test_notebooks.py`` checks that no raw MyST reaches any chapter's notebook.
 """
-import shutil
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import re
+import sys
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parents[2]
+logger = None  # sphinx.util.logging's logger, set in setup()
+BOOK = REPO / "book"
 
+ROLE = re.compile(r"\{(?P<role>[a-z]+(?::[a-z]+)?)\}`(?P<body>[^`]*)`")
+FENCE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:-]+)\}[ \t]*(?P<arg>[^\n]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$",
+                   re.M | re.S)
+TARGET = re.compile(r"^\([\w:-]+\)=[ \t]*\n", re.M)
+LABELLED_MATH = re.compile(r"^\$\$(?P<math>.*?)\$\$[ \t]*\((?P<label>[\w:-]+)\)[ \t]*$", re.M | re.S)
+# Raw MyST that must not reach a notebook (used by the tests and by ``check``).
+RAW_MYST = re.compile(r"\{(glue(:\w+)?|cite(:\w+)?|eq|ref|numref|doc|math|term|download)\}`"   # roles
+                      r"|^\s*(`{3,}|:{3,})\{[\w:-]+\}"                                # directives
+                      r"|^\([\w:-]+\)=\s*$", re.M)                                     # targets
+
+
+# --------------------------------------------------------------------------------------------------
+# What the rewriting needs to know about the book: chapter numbers, labels, the bibliography.
+# --------------------------------------------------------------------------------------------------
+class Book:
+    """Numbers and titles as the HTML book shows them, read from ``_toc.yml`` and the sources.
+
+    Sphinx numbers a chapter's labelled equations and captioned figures "n.k", n the chapter's
+    position among the numbered chapters of ``_toc.yml``, k the count within the chapter.
+    """
+
+    def __init__(self, root: Path = REPO):
+        import yaml
+
+        self.root = root
+        toc = yaml.safe_load((root / "_toc.yml").read_text())
+        self.chapter_number: dict[str, int] = {}
+        n = 0
+        for part in toc.get("parts", []):
+            for chapter in part.get("chapters", []):
+                stem = Path(chapter["file"]).name
+                if part.get("numbered"):
+                    n += 1
+                    self.chapter_number[stem] = n
+        self.titles: dict[str, str] = {}
+        self.labels: dict[str, str] = {}      # section label -> title
+        self.equations: dict[str, str] = {}   # equation label -> "n.k"
+        self.figures: dict[str, str] = {}     # figure name -> "n.k"
+        for path in sorted((root / "book").glob("*.md")):
+            self._scan(path)
+        self._bib = None
+
+    def _scan(self, path: Path) -> None:
+        stem = path.stem
+        text = path.read_text()
+        heading = re.search(r"^# (.+)$", text, re.M)
+        if heading:
+            self.titles[stem] = plain_markdown(heading[1])
+        for m in re.finditer(r"^\(([\w:-]+)\)=[ \t]*\n+#+ (.+)$", text, re.M):
+            self.labels[m[1]] = plain_markdown(m[2])
+        number = self.chapter_number.get(stem)
+        if number is None:
+            return
+        for k, m in enumerate(LABELLED_MATH.finditer(text), start=1):
+            self.equations[m["label"]] = f"{number}.{k}"
+        k = 0
+        for m in FENCE.finditer(text):
+            if m["name"] in ("glue:figure", "figure"):
+                name = re.search(r"^:name:\s*(\S+)", m["body"], re.M)
+                k += 1
+                if name:
+                    self.figures[name[1]] = f"{number}.{k}"
+
+    # -- citations ---------------------------------------------------------------------------------
+    @property
+    def bib(self):
+        if self._bib is None:
+            from pybtex.database import parse_file
+
+            sys.path.insert(0, str(Path(__file__).resolve().parent))
+            self._bib = parse_file(str(self.root / "book" / "references.bib"))
+        return self._bib
+
+    def cite(self, keys: str, textual: bool) -> str:
+        from bib_style import author_year_label
+
+        parts = []
+        for key in [k.strip() for k in keys.split(",") if k.strip()]:
+            entry = self.bib.entries.get(key)
+            label = author_year_label(entry) if entry is not None else key
+            if textual:
+                who, _, year = label.rpartition(", ")
+                parts.append(f"{who} ({year})")
+            else:
+                parts.append(label)
+        return ", ".join(parts) if textual else "(" + "; ".join(parts) + ")"
+
+
+def plain_markdown(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+# --------------------------------------------------------------------------------------------------
+# Rewriting one Markdown cell
+# --------------------------------------------------------------------------------------------------
+def _options(body: str) -> tuple[dict, str]:
+    """Split a directive body into its ``:key: value`` options and the remaining content."""
+    options, lines = {}, body.split("\n")
+    while lines and re.match(r"^:[\w-]+:", lines[0]):
+        key, _, value = lines.pop(0)[1:].partition(":")
+        options[key.strip()] = value.strip()
+    return options, "\n".join(lines).strip("\n")
+
+
+def literalinclude(arg: str, options: dict, base: Path) -> str:
+    """The code a ``{literalinclude}`` shows (the options this book uses: pyobject, lines)."""
+    path = (base / arg.strip()).resolve()
+    source = path.read_text()
+    lines = source.splitlines()
+    if "pyobject" in options:
+        from sphinx.pycode import ModuleAnalyzer
+
+        tags = ModuleAnalyzer.for_string(source, "").find_tags()
+        if options["pyobject"] not in tags:
+            raise ValueError(f"{path}: no object {options['pyobject']!r}")
+        _, start, end = tags[options["pyobject"]]
+        lines = lines[start - 1:end]
+        while lines and not lines[-1].strip():
+            lines.pop()
+        # dedent methods to the left margin, as the HTML book shows them
+        indent = min((len(l) - len(l.lstrip()) for l in lines if l.strip()), default=0)
+        lines = [l[indent:] for l in lines]
+    if "lines" in options:
+        chosen = []
+        for part in options["lines"].split(","):
+            a, _, b = part.partition("-")
+            chosen.extend(lines[int(a) - 1:int(b or a)])
+        lines = chosen
+    language = options.get("language", "python")
+    relative = os.path.relpath(path, REPO)
+    return f"From `{relative}`:\n\n```{language}\n" + "\n".join(lines) + "\n```"
+
+
+def format_glue(data: dict, spec: str) -> str:
+    from myst_nb.core.variables import format_plain_text
+
+    return format_plain_text(data["text/plain"], spec or "s")
+
+
+class CellRewriter:
+    def __init__(self, book: Book, stem: str, glue: dict | None, base: Path):
+        self.book = book
+        self.stem = stem
+        self.glue = glue  # name -> output dict (data: {mime: value}); None when not executed
+        self.base = base
+        self.attachments: dict[str, dict] = {}
+        self.problems: list[str] = []
+
+    def glue_text(self, body: str) -> str:
+        key, _, spec = body.rpartition(":") if ":" in body else (body, "", "")
+        if self.glue is None:
+            return f"`{key}` (computed when the notebook runs)"
+        if key not in self.glue or "text/plain" not in self.glue[key]["data"]:
+            self.problems.append(f"nothing glued under {key!r}")
+            return f"`{key}` (not computed)"
+        return format_glue(self.glue[key]["data"], spec)
+
+    def role(self, m: re.Match) -> str:
+        role, body = m["role"], m["body"]
+        if role in ("glue:text", "glue"):
+            return self.glue_text(body)
+        if role in ("cite", "cite:p", "cite:ps"):
+            return self.book.cite(body, textual=False)
+        if role in ("cite:t", "cite:ts"):
+            return self.book.cite(body, textual=True)
+        explicit = re.match(r"^(?P<text>.*?)\s*<(?P<target>[^>]+)>$", body, re.S)
+        text, target = (explicit["text"], explicit["target"]) if explicit else (None, body)
+        if role == "eq":
+            number = self.book.equations.get(target)
+            return text or f"({number})" if number else text or f"({target})"
+        if role == "numref":
+            number = self.book.figures.get(target)
+            if text:
+                return text.replace("%s", number or target).replace("{number}", number or target)
+            return f"Fig. {number}" if number else target
+        if role == "ref":
+            return text or self.book.labels.get(target, target)
+        if role == "doc":
+            return text or self.book.titles.get(target.split("/")[-1], target)
+        if role in ("math",):
+            return f"${body}$"
+        return text or body
+
+    def directive(self, m: re.Match) -> str:
+        name, arg = m["name"], m["arg"].strip()
+        options, content = _options(m["body"])
+        if name == "literalinclude":
+            return literalinclude(arg, options, self.base)
+        if name in ("glue:figure", "glue"):
+            caption = self.inline(content)
+            if self.glue is None or arg not in self.glue:
+                return f"*Figure (computed when the notebook runs).* {caption}"
+            data = self.glue[arg]["data"]
+            mime = next((k for k in ("image/png", "image/jpeg", "image/svg+xml") if k in data), None)
+            if mime is None:
+                return caption
+            filename = f"{arg}.{mime.split('/')[1].split('+')[0]}"
+            self.attachments[filename] = {mime: data[mime]}
+            number = self.book.figures.get(options.get("name", ""), "")
+            alt = options.get("alt", caption.split(". ")[0] if caption else arg).replace("]", "")
+            label = f"**Fig. {number}.** " if number else ""
+            return f"![{alt}](attachment:{filename})\n\n{label}{caption}"
+        if name in ("math",):
+            return f"$$\n{content}\n$$"
+        if name in ("note", "warning", "important", "tip", "admonition", "seealso", "attention"):
+            title = arg or name.capitalize()
+            inner = self.inline(content)
+            return "\n".join(f"> {line}" if line else ">" for line in f"**{title}.** {inner}".split("\n"))
+        if name == "bibliography":
+            return ""
+        return self.inline(content)
+
+    def inline(self, text: str) -> str:
+        return ROLE.sub(self.role, text)
+
+    def rewrite(self, source: str) -> str:
+        text = TARGET.sub("", source)
+        text = FENCE.sub(self.directive, text)
+
+        def tag(m):
+            number = self.book.equations.get(m["label"])
+            tagged = f"{m['math'].rstrip()} \\tag{{{number}}}\n" if number else m["math"]
+            return f"$${tagged}$$"
+
+        text = LABELLED_MATH.sub(tag, text)
+        return self.inline(text)
+
+
+def rewrite_notebook(nb, stem: str, glue: dict | None, book: Book | None = None, base: Path = BOOK):
+    """Rewrite every Markdown cell of ``nb`` (an nbformat notebook, changed in place)."""
+    book = book or Book()
+    problems = []
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        rewriter = CellRewriter(book, stem, glue, base)
+        cell.source = rewriter.rewrite(cell.source)
+        problems.extend(rewriter.problems)
+        if rewriter.attachments:
+            cell.setdefault("attachments", {}).update(rewriter.attachments)
+    # jupytext's own metadata would make Jupyter re-pair the notebook with a .md that is not there.
+    nb.metadata.pop("jupytext", None)
+    nb.metadata["rewrite_problems"] = problems  # read and removed by the callers
+    return nb
+
+
+def raw_myst(nb) -> list[str]:
+    """Raw MyST left in the Markdown of a notebook (each as a short excerpt)."""
+    found = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown":
+            for m in RAW_MYST.finditer(cell.source):
+                found.append(f"cell {i}: {cell.source[max(0, m.start() - 30):m.end() + 30]!r}")
+    return found
+
+
+def load_glue(path: Path) -> dict | None:
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def glue_from_outputs(nb) -> dict:
+    """Glued values as recorded in an executed notebook's outputs (myst_nb.glue, display=False)."""
+    glue = {}
+    prefix = "application/papermill.record/"
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            meta = output.get("metadata", {}).get("scrapbook", {})
+            if "name" in meta:
+                data = {k[len(prefix):]: v for k, v in output.get("data", {}).items() if k.startswith(prefix)}
+                glue[meta["name"]] = {"data": data}
+    return glue
+
+
+def strip_glue_outputs(nb) -> None:
+    """Remove the invisible glue records from the outputs (they are in the Markdown now)."""
+    for cell in nb.cells:
+        if "outputs" in cell:
+            cell.outputs = [o for o in cell.outputs if "scrapbook" not in o.get("metadata", {})]
+
+
+# --------------------------------------------------------------------------------------------------
+# Sphinx: the download menu's notebook
+# --------------------------------------------------------------------------------------------------
 def copy_executed_notebook(app, pagename, templatename, context, doctree):
+    """Offer the executed, rewritten chapter as ``_sources/<page>.ipynb``.
+
+    sphinx-book-theme lists ``_sources/<page>.ipynb`` under "download" when the page context has
+    ``ipynb_source``, but only copies a notebook there when a launch service (Binder, Colab, ...) is
+    configured, which would add links to outside services. This does the copy itself.
+    """
+    import nbformat
+
     executed = Path(app.outdir).parent / "jupyter_execute" / f"{pagename}.ipynb"
     if not executed.exists():
         return
+    nb = nbformat.read(executed, as_version=4)
+    glue = load_glue(executed.with_suffix(".glue.json")) or glue_from_outputs(nb) or None
+    strip_glue_outputs(nb)
+    source = Path(app.srcdir) / f"{pagename}.md"
+    rewrite_notebook(nb, Path(pagename).name, glue, base=source.parent)
+    for problem in nb.metadata.pop("rewrite_problems", []):
+        logger.warning(f"downloadable notebook: {problem}", location=pagename)
     target = Path(app.outdir) / "_sources" / f"{pagename}.ipynb"
     target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(executed, target)
+    nbformat.write(nb, target)
     context["ipynb_source"] = f"{pagename}.ipynb"
 
 
 def setup(app):
+    global logger
+    from sphinx.util import logging
+
+    logger = logging.getLogger(__name__)
     # Before the theme builds its header buttons (default priority 500).
     app.connect("html-page-context", copy_executed_notebook, priority=100)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+
+# --------------------------------------------------------------------------------------------------
+# Command line: make notebook CHAPTER=<stem>
+# --------------------------------------------------------------------------------------------------
+def convert(chapter: Path, output: Path, execute: bool, timeout: int = 3600) -> Path:
+    import jupytext
+    import nbformat
+
+    nb = jupytext.read(chapter)
+    glue = None
+    if execute:
+        from nbclient import NotebookClient
+
+        # The kernel runs in the chapter's directory, as in the book build.
+        NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                       resources={"metadata": {"path": str(chapter.parent.resolve())}}).execute()
+        glue = glue_from_outputs(nb)
+        strip_glue_outputs(nb)
+    rewrite_notebook(nb, chapter.stem, glue, base=chapter.parent)
+    problems = nb.metadata.pop("rewrite_problems", [])
+    output.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, output)
+    left = raw_myst(nb) + problems
+    if left:
+        raise SystemExit(f"{output}: raw MyST left:\n" + "\n".join(left))
+    return output
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="A chapter as a plain Jupyter notebook")
+    parser.add_argument("chapter", help="book/<stem>.md or just <stem>")
+    parser.add_argument("-o", "--output", help="default: _build/notebooks/<stem>.ipynb")
+    parser.add_argument("--execute", action="store_true",
+                        help="run it first (at MCMC_BOOK_PROFILE), so that numbers and figures are filled in")
+    args = parser.parse_args(argv)
+    chapter = Path(args.chapter)
+    if not chapter.suffix:
+        chapter = BOOK / f"{chapter}.md"
+    output = Path(args.output) if args.output else REPO / "_build" / "notebooks" / f"{chapter.stem}.ipynb"
+    convert(chapter, output, args.execute)
+    print(f"{output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
