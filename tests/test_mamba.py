@@ -18,6 +18,7 @@ import pytest
 
 from mcmc_lib import targets
 from mcmc_lib.methods import mamba as mb
+from mcmc_lib.reference import find_mode
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -389,3 +390,113 @@ def test_planted_bug_is_caught(name, tmp_path):
         cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert completed.returncode == 1, f"mutation {name} was not caught:\n{completed.stdout[-2000:]}"
     assert "failed" in completed.stdout
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 15: every arm scored in every round; no forced choice; a large batch wins when it is better
+# ---------------------------------------------------------------------------------------------
+def test_round_without_finite_score_raises():
+    with pytest.raises(mb.NoFiniteScoreError, match="round 0"):
+        mb.successive_halving(9, lambda arms, b, i: np.full(len(arms), np.nan), budget=4.0, eta=3)
+
+
+def test_adaptive_thinning_keeps_enough_draws():
+    target = _small_logistic(n=400)
+    rng = np.random.default_rng(3)
+    sampler = mb.SGMCMC(target, "sgld", 1e-3, 400)                   # full batch: 1 gradient per step
+    run = mb.run_sgmcmc(sampler, sampler.init(np.zeros((2, 3)), rng), rng, 30.0, thin=10, min_kept=10)
+    assert run.n_steps == 30 and run.thin == 3 and len(run.samples) == 10
+    run = mb.run_sgmcmc(sampler, sampler.init(np.zeros((2, 3)), rng), rng, 500.0, thin=10, min_kept=10)
+    assert run.thin == 10 and len(run.samples) == 50                  # enough steps: the usual thinning
+    run = mb.run_sgmcmc(sampler, sampler.init(np.zeros((2, 3)), rng), rng, 0.5, thin=10, min_kept=10, min_steps=2)
+    assert run.n_steps == 2 and len(run.samples) == 2                 # a budget below one step: the minimum
+    run = mb.run_sgmcmc(sampler, sampler.init(np.zeros((2, 3)), rng), rng, 0.02, "seconds", thin=10, min_kept=5)
+    assert run.thin in (1, 2, 10) and len(run.samples) >= min(5, run.n_steps)
+    assert len(run.samples) == len(range(0, run.n_steps, run.thin))  # the kept draws are every thin-th
+
+
+def test_every_arm_is_scored_in_every_round():
+    """Expensive arms (a full batch, SGHMC's L gradients per draw) keep draws in every round."""
+    target = _small_logistic(n=400)
+    configs = mb.make_grid("sghmc", [-2, -2.5, -3], [400, 40, 4], (5, 10))
+    result = mb.mamba(target, configs, np.zeros(3), 3.0, np.random.default_rng(4), metric="fssd")
+    assert all(np.isfinite(row["metric"]) for row in result.log if not row["diverged"])
+    assert all(row["kept"] >= 2 for row in result.log)
+    assert any(row["over_budget"] for row in result.log)            # L = 10 at a full batch exceeds r0
+
+
+class NoisyGaussianMean(targets.Target):
+    """y_i ~ N(theta, 1), theta ~ N(0, 100): data with a large spread make minibatch gradients very
+    noisy, so SGLD's stationary variance is inflated by about h N^2 s^2 / (2n) relative to 1/N."""
+
+    def __init__(self, y):
+        super().__init__(1)
+        self.y, self.n_data = y[:, None], len(y)
+        self.precision = self.n_data + 0.01
+        self.mean = np.array([y.sum() / self.precision])
+
+    def _logp(self, x):
+        return -0.5 * self.precision * np.sum((x - self.mean) ** 2, axis=1)
+
+    def _grad(self, x):
+        return -self.precision * (x - self.mean)
+
+    def minibatch_grad(self, w, indices):
+        return self.minibatch_grads(np.atleast_2d(w), np.asarray(indices)[None])
+
+    def minibatch_grads(self, w, idx):
+        self.n_grad_evals += w.shape[0] * idx.shape[1] / self.n_data
+        ysum = self.y[idx].sum(axis=1)
+        return (self.n_data / idx.shape[1]) * (ysum - idx.shape[1] * w) - 0.01 * w
+
+
+@pytest.mark.parametrize("budget_kind", ["model", "gradients"])
+def test_mamba_picks_a_large_batch_when_it_is_better(budget_kind):
+    """Small batches are far too noisy here; under either budget (modelled seconds with the paper's
+    1 : 4 : 20 : 70 cost ratios, or a gradient count, where a 1% batch is 100x cheaper per step) the
+    tuner must not be forced to the smallest batch, and must pick a large one."""
+    rng = np.random.default_rng(8)
+    target = NoisyGaussianMean(20.0 * rng.standard_normal(1000))
+    cost = mb.CostModel([0.001, 0.01, 0.1, 1.0], 1e-4 * np.array([1.0, 4.0, 20.0, 70.0]))
+    configs = mb.make_grid("sgld", np.log10(np.array([0.5, 0.2, 0.05]) / target.n_data), [1000, 100, 10])
+    start = target.mean + 3.0 / np.sqrt(target.precision)             # off the mode
+    budget = 0.2 if budget_kind == "model" else 20.0          # round 0: the full batch makes 5-7 steps
+    for seed in range(3):
+        result = mb.mamba(target, configs, start, budget, np.random.default_rng([9, seed]), metric="ksd",
+                          budget_kind=budget_kind, cost_model=cost)
+        assert result.best.batch_size == 1000, f"seed {seed}: chose batch {result.best.batch_size}"
+        # with fixed thinning by 10 (one kept draw) the full batch would score +inf and lose
+        fixed = mb.mamba(target, configs, start, budget, np.random.default_rng([9, seed]), metric="ksd",
+                         budget_kind=budget_kind, cost_model=cost, min_kept=1, min_steps=1)
+        assert fixed.best.batch_size != 1000
+
+
+def test_cost_model_interpolates_log_linearly():
+    cost = mb.CostModel([0.001, 0.01, 0.1, 1.0], [1.0, 4.0, 20.0, 70.0], cv_factor=1.2)
+    assert np.isclose(cost(0.01), 4.0) and np.isclose(cost(0.01, cv=True), 4.8)
+    assert np.isclose(cost(np.sqrt(0.001 * 0.01)), 2.0)              # geometric midpoint
+    assert np.isclose(cost(1e-5), 1.0) and np.isclose(cost(2.0), 70.0)
+    target = _small_logistic(n=1000)
+    s = mb.SGMCMC(target, "sghmc-cv", 1e-3, 10, n_leapfrog=5, centre=np.zeros(3), cost_model=cost)
+    assert np.isclose(s.model_cost_per_step, 5 * 4.8)
+    with pytest.raises(ValueError, match="fractions"):
+        mb.CostModel([0.1, 0.01], [1.0, 2.0])
+    with pytest.raises(ValueError, match="cost_model"):
+        mb.mamba(target, [mb.SGConfig("sgld", 1e-3, 10)], np.zeros(3), 1.0, np.random.default_rng(0),
+                 budget_kind="model")
+
+
+def test_sghmc_gain_threshold_of_the_code_order():
+    """Explicit Euler (the code's order), L = 10, alpha = 0.01: gain above 1 once h lambda > ~0.063;
+    Chen et al.'s order stays below 1 there."""
+    assert mb.sghmc_position_gain(0.062, 10, 0.01, True) < 1 < mb.sghmc_position_gain(0.064, 10, 0.01, True)
+    assert mb.sghmc_position_gain(0.064, 10, 0.01, False) < 1
+    assert np.isclose(mb.sghmc_position_gain(0.0, 10, 0.0, True), 1.0)
+
+
+def test_adam_iterate_reaches_the_mode():
+    rng = np.random.default_rng(2)
+    target = _small_logistic(n=2000)
+    mode = find_mode(target, np.zeros(3))
+    x = mb.adam_iterate(target, np.zeros(3), 200, 3000, rng, learning_rate=1e-2)
+    assert np.all(np.abs(x - mode) < 0.1), (x, mode)

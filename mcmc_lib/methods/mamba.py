@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -146,15 +147,35 @@ class SGConfig:
         require_int(self.n_leapfrog, "n_leapfrog", minimum=1)
 
 
+class CostModel:
+    """Modelled seconds of one gradient estimate, log-log interpolated in the batch fraction n/N
+    between calibration points (fractions, seconds), times ``cv_factor`` for a control variate."""
+
+    def __init__(self, fractions, seconds, cv_factor: float = 1.0):
+        self.fractions = np.asarray(fractions, dtype=float)
+        self.seconds = np.asarray(seconds, dtype=float)
+        if (self.fractions.ndim != 1 or self.fractions.shape != self.seconds.shape or len(self.fractions) < 2
+                or np.any(np.diff(self.fractions) <= 0) or np.any(self.seconds <= 0) or self.fractions[0] <= 0):
+            raise ValueError("fractions must increase from > 0 and seconds be positive, of the same length >= 2")
+        self.cv_factor = float(require_positive(cv_factor, "cv_factor"))
+
+    def __call__(self, fraction: float, cv: bool = False) -> float:
+        x = np.log(np.clip(fraction, self.fractions[0], self.fractions[-1]))
+        seconds = float(np.exp(np.interp(x, np.log(self.fractions), np.log(self.seconds))))
+        return seconds * (self.cv_factor if cv else 1.0)
+
+
 class SGMCMC:
     """A batch of chains of one SG sampler; per-chain step sizes, shared batch size and L.
     alpha: SGHMC friction; a: SGNHT noise; stale_gradient: SGHMC's gradient before the move (code).
 
-    ``cost_per_step``: gradient evaluations one step charges per chain (L x the estimator's cost).
+    ``cost_per_step``: gradient evaluations one step charges per chain (L x the estimator's cost);
+    ``model_cost_per_step``: L x ``cost_model(n/N, cv)`` (modelled seconds) when a CostModel is given.
     """
 
     def __init__(self, target, sampler: str, step_size, batch_size: int, n_leapfrog: int = 1,
-                 centre=None, alpha: float = 0.01, a: float = 0.01, stale_gradient: bool = False):
+                 centre=None, alpha: float = 0.01, a: float = 0.01, stale_gradient: bool = False,
+                 cost_model: CostModel | None = None):
         if sampler not in SAMPLERS:
             raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
         self.target, self.sampler = target, sampler
@@ -172,6 +193,8 @@ class SGMCMC:
         self.kind = sampler.split("-")[0]
         steps = self.n_leapfrog if self.kind == "sghmc" else 1
         self.cost_per_step = steps * self.grad_fn.cost
+        self.model_cost_per_step = (None if cost_model is None else
+                                    steps * cost_model(self.grad_fn.batch_size / self.grad_fn.n_data, use_cv))
 
     def init(self, x0, rng) -> SGState:
         """States from x0 (c, d); v ~ N(0, h I) and xi = a for SGNHT."""
@@ -193,47 +216,84 @@ class SGMCMC:
             return sgnht_step(rng, state, h, self.grad_fn, self.a)
 
 
-BUDGET_KINDS = ("gradients", "seconds")
+BUDGET_KINDS = ("gradients", "model", "seconds")
 
 
 @dataclass
 class SGRun:
-    """A run's stored draws (n_kept, c, d), final state, steps taken, time, and diverged chains."""
+    """A run's stored draws (n_kept, c, d), final state, steps taken, time, diverged chains, and the
+    thinning used (every ``thin``-th state kept, starting with the first)."""
     samples: np.ndarray
     state: SGState
     n_steps: int
     seconds: float
     diverged: np.ndarray
+    thin: int = 1
+
+
+def _stride_chain(thin: int) -> list:
+    """Strides 1 = s_0 | s_1 | ... | s_m = thin, each dividing the next (cumulative prime factors),
+    so that draws kept at one stride contain those of the next."""
+    chain, rest, p = [1], thin, 2
+    while rest > 1:
+        while rest % p == 0:
+            chain.append(chain[-1] * p)
+            rest //= p
+        p += 1
+    return chain
+
+
+def steps_for_budget(sampler: SGMCMC, budget: float, budget_kind: str) -> int:
+    """Steps a counted budget buys: floor(budget / cost per step), in gradient evaluations
+    (``gradients``) or modelled seconds (``model``)."""
+    cost = sampler.cost_per_step if budget_kind == "gradients" else sampler.model_cost_per_step
+    if cost is None:
+        raise ValueError("budget_kind 'model' needs a sampler built with a cost_model")
+    return int(math.floor(budget / cost + 1e-9))
 
 
 def run_sgmcmc(sampler: SGMCMC, state: SGState, rng, budget: float, budget_kind: str = "gradients",
-               thin: int = 1) -> SGRun:
-    """Run ``sampler`` from ``state`` for ``budget`` gradient evaluations per chain (a fixed
-    number of steps, at least one) or ``budget`` seconds (at least one step); keep every
-    ``thin``-th state, starting with the first."""
+               thin: int = 1, min_kept: int = 1, min_steps: int = 1) -> SGRun:
+    """Run ``sampler`` from ``state`` for ``budget`` gradient evaluations per chain, modelled seconds
+    (``model``: both a fixed number of steps) or wall-clock ``seconds``; at least ``min_steps`` steps.
+
+    Keeps every ``thin``-th state, starting with the first, unless that would keep fewer than
+    ``min_kept`` draws: then the thinning is lowered (adaptive thinning), to n_steps // min_kept for
+    counted budgets; under a time budget the stride grows 1 -> ... -> thin (each dividing the next)
+    as the kept draws pass 2 min_kept, so memory stays bounded.
+    """
     rng = require_rng(rng)
     require_positive(budget, "budget")
     if budget_kind not in BUDGET_KINDS:
         raise ValueError(f"budget_kind must be one of {BUDGET_KINDS}, got {budget_kind!r}")
     thin = require_int(thin, "thin", minimum=1)
+    min_kept = require_int(min_kept, "min_kept", minimum=1)
+    min_steps = require_int(min_steps, "min_steps", minimum=1)
     kept = []
     start = time.perf_counter()
-    if budget_kind == "gradients":
-        n_steps = max(1, int(math.floor(budget / sampler.cost_per_step + 1e-9)))
+    if budget_kind != "seconds":
+        n_steps = max(min_steps, steps_for_budget(sampler, budget, budget_kind))
+        stride = max(1, min(thin, n_steps // min_kept))
         for k in range(n_steps):
             state = sampler.step(rng, state)
-            if k % thin == 0:
+            if k % stride == 0:
                 kept.append(state.x)
     else:
-        n_steps = 0
-        while n_steps == 0 or time.perf_counter() - start < budget:
+        strides = _stride_chain(thin)
+        level, n_steps = 0, 0
+        while n_steps < min_steps or time.perf_counter() - start < budget:
             state = sampler.step(rng, state)
-            if n_steps % thin == 0:
+            if n_steps % strides[level] == 0:
                 kept.append(state.x)
+                if level + 1 < len(strides) and len(kept) >= 2 * min_kept * strides[level + 1] // strides[level]:
+                    level += 1                                  # keep the draws at the next stride
+                    ratio = strides[level] // strides[level - 1]
+                    kept = kept[::ratio]
             n_steps += 1
+        stride = strides[level]
     samples = np.stack(kept)
     diverged = ~np.all(np.isfinite(samples), axis=(0, 2)) | ~np.all(np.isfinite(state.x), axis=1)
-    return SGRun(samples, state, n_steps, time.perf_counter() - start, diverged)
+    return SGRun(samples, state, n_steps, time.perf_counter() - start, diverged, stride)
 
 
 METRICS = ("ksd", "fssd")
@@ -264,7 +324,9 @@ def stein_discrepancy(target, draws, metric: str, rng, max_points=None) -> float
         if metric == "ksd":
             value = diagnostics.ksd(draws, scores)
         else:
-            value = diagnostics.fssd_opt(draws, scores, rng, n_locations=10, n_steps=100, learning_rate=1e-3)
+            with warnings.catch_warnings():     # few draws: a singular Gaussian fit for the locations
+                warnings.simplefilter("ignore", RuntimeWarning)
+                value = diagnostics.fssd_opt(draws, scores, rng, n_locations=10, n_steps=100, learning_rate=1e-3)
     return value if np.isfinite(value) else math.inf
 
 
@@ -274,6 +336,10 @@ def n_rounds(n_arms: int, eta: int) -> int:
     while power <= n_arms:
         k, power = k + 1, power * eta
     return max(k, 1)
+
+
+class NoFiniteScoreError(RuntimeError):
+    """A round of successive halving in which no arm has a finite score: any choice would be arbitrary."""
 
 
 @dataclass
@@ -286,8 +352,9 @@ def successive_halving(n_arms: int, pull, budget: float, eta: int = 3) -> Halvin
     """Successive halving with the budget of eq. (eq-mamba-halving).
 
     pull(arms, per_arm_budget, round) runs the arms (an index array) for per_arm_budget more and
-    returns one metric per arm, lower is better; a non-finite metric ranks last. ``budget`` is R,
-    the total budget of an arm that survives every round.
+    returns one metric per arm, lower is better; a non-finite metric ranks last, and a round with
+    no finite metric raises NoFiniteScoreError. ``budget`` is R, the total budget of an arm that
+    survives every round.
     """
     n_arms = require_int(n_arms, "n_arms", minimum=1)
     eta = require_int(eta, "eta", minimum=2)
@@ -303,6 +370,10 @@ def successive_halving(n_arms: int, pull, budget: float, eta: int = 3) -> Halvin
         if metrics.shape != active.shape:
             raise ValueError(f"pull must return {len(active)} metrics, got shape {metrics.shape}")
         metrics = np.where(np.isfinite(metrics), metrics, np.inf)
+        if not np.any(np.isfinite(metrics)):
+            raise NoFiniteScoreError(f"round {i}: none of the {len(active)} arms {active.tolist()} has a finite "
+                                     "score, so the round cannot rank them (every chain diverged or no arm "
+                                     "kept enough draws)")
         order = np.argsort(metrics, kind="stable")
         result.rounds.append({"arms": active.copy(), "budget": per_arm, "metrics": metrics})
         result.best = int(active[order[0]])
@@ -327,11 +398,16 @@ def make_grid(sampler: str, log10_step_sizes, batch_sizes, n_leapfrogs=(1,)) -> 
 
 
 def mamba(target, configs, x0, budget: float, rng, metric: str = "ksd", eta: int = 3, centre=None,
-          budget_kind: str = "gradients", thin: int = 10, max_points=None) -> MambaResult:
+          budget_kind: str = "gradients", thin: int = 10, max_points=None, min_kept: int = 10,
+          min_steps: int = 2, cost_model: CostModel | None = None) -> MambaResult:
     """MAMBA (Algorithm 1): successive halving over SG-MCMC arms, reward = -Stein discrepancy.
 
     configs: list of SGConfig; x0: (d,) start of every chain; budget: R per surviving arm, in
-    gradient evaluations or seconds (``budget_kind``); centre: the control variates' centre.
+    gradient evaluations, modelled seconds (``model``, with ``cost_model``) or seconds
+    (``budget_kind``); centre: the control variates' centre. Each arm-round keeps every ``thin``-th
+    draw, or more when that would keep fewer than ``min_kept`` (adaptive thinning), and runs at least
+    ``min_steps`` steps (2: every arm can be scored; the log records the steps, the thinning, and
+    ``over_budget`` when the minimum exceeded the round's budget).
     """
     rng = require_rng(rng)
     if not configs or not all(isinstance(c, SGConfig) for c in configs):
@@ -344,6 +420,8 @@ def mamba(target, configs, x0, budget: float, rng, metric: str = "ksd", eta: int
     if x0.shape != (target.dim,) or not np.all(np.isfinite(x0)):
         raise ValueError(f"x0 must be a finite array of shape ({target.dim},), got {x0.shape}")
     thin = require_int(thin, "thin", minimum=1)
+    if budget_kind == "model" and cost_model is None:
+        raise ValueError("budget_kind 'model' needs a cost_model")
     states: dict = {}
     log = []
     start = time.perf_counter()
@@ -351,25 +429,27 @@ def mamba(target, configs, x0, budget: float, rng, metric: str = "ksd", eta: int
     def run_group(arms, per_arm, i):
         cfg = configs[arms[0]]
         sampler = SGMCMC(target, cfg.sampler, [configs[a].step_size for a in arms], cfg.batch_size,
-                         cfg.n_leapfrog, centre)
+                         cfg.n_leapfrog, centre, cost_model=cost_model)
         if i == 0:
             state = sampler.init(np.tile(x0, (len(arms), 1)), rng)
         else:
             rows = [states[a] for a in arms]
             state = SGState(*(np.stack([r[k] for r in rows]) for k in range(3)))
-        out = run_sgmcmc(sampler, state, rng, per_arm, budget_kind, thin)
+        out = run_sgmcmc(sampler, state, rng, per_arm, budget_kind, thin, min_kept, min_steps)
+        over = budget_kind != "seconds" and steps_for_budget(sampler, per_arm, budget_kind) < min_steps
         values = []
         for j, a in enumerate(arms):
             states[a] = tuple(part[j] for part in out.state)
             value = stein_discrepancy(target, out.samples[:, j], metric, rng, max_points)
             values.append(value)
             log.append({"round": i, "arm": int(a), **configs[a].__dict__, "budget": per_arm,
-                        "steps": out.n_steps, "metric": value, "diverged": bool(out.diverged[j])})
+                        "steps": out.n_steps, "thin": out.thin, "kept": len(out.samples), "over_budget": over,
+                        "metric": value, "diverged": bool(out.diverged[j])})
         return values
 
     def pull(active, per_arm, i):
         metrics = {}
-        if budget_kind == "gradients":
+        if budget_kind != "seconds":                  # counted budgets: same steps, one batch of chains
             groups: dict = {}
             for a in active:
                 c = configs[a]
@@ -398,11 +478,46 @@ def predictive_log_loss(draws, X_test, t_test) -> float:
     return float(-np.mean(log_mean))
 
 
-def heuristic_config(sampler: str, n_data: int, n_leapfrog: int = 10) -> SGConfig:
-    """h = 1/N, batch 10% of N (L = 10 for SGHMC)."""
+def heuristic_config(sampler: str, n_data: int, n_leapfrog: int = 10, n_total: int | None = None) -> SGConfig:
+    """h = 1/N, batch 10% of the N training data (L = 10 for SGHMC); ``n_total`` replaces N in h
+    (the original code's logistic regression uses all 10^6 rows, training and test: h = 1e-6)."""
     n_data = require_int(n_data, "n_data", minimum=1)
-    return SGConfig(sampler, 1.0 / n_data, max(1, n_data // 10),
+    n_h = n_data if n_total is None else require_int(n_total, "n_total", minimum=1)
+    return SGConfig(sampler, 1.0 / n_h, max(1, n_data // 10),
                     n_leapfrog if sampler.startswith("sghmc") else 1)
+
+
+def adam_iterate(target, x0, batch_size: int, n_steps: int, rng, learning_rate: float = 1e-2,
+                 b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> np.ndarray:
+    """Adam ascent on log pi with minibatch gradients (eq-mamba-sg) from x0 (d,): the iterate the
+    original code starts its tuning from (and centres its control variates on)."""
+    rng = require_rng(rng)
+    n_steps = require_int(n_steps, "n_steps", minimum=1)
+    require_positive(learning_rate, "learning_rate")
+    x = np.asarray(x0, dtype=float)[None].copy()
+    if x.shape != (1, target.dim) or not np.all(np.isfinite(x)):
+        raise ValueError(f"x0 must be a finite array of shape ({target.dim},), got {np.shape(x0)}")
+    grad_fn = GradientEstimator(target, batch_size)
+    m, v = np.zeros_like(x), np.zeros_like(x)
+    for k in range(1, n_steps + 1):
+        g = grad_fn(rng, x)
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        x = x + learning_rate * (m / (1 - b1**k)) / (np.sqrt(v / (1 - b2**k)) + eps)
+    return x[0]
+
+
+def sghmc_position_gain(h_lambda, n_leapfrog: int = 10, alpha: float = 0.01, stale_gradient: bool = True) -> float:
+    """|x_L / x_0| of SGHMC's L steps (eq-mamba-sghmc) on the quadratic -lambda x^2 / 2 without noise,
+    from a velocity of zero (the fresh velocity adds noise, not gain): the factor by which one stored
+    sample multiplies the position along a direction of curvature lambda. stale_gradient: the
+    gradient before the move (the original code), else after it (Chen et al.)."""
+    hl = float(h_lambda)
+    if stale_gradient:          # (x, v) -> (x + v, v - hl x - alpha v)
+        step = np.array([[1.0, 1.0], [-hl, 1.0 - alpha]])
+    else:                       # (x, v) -> (x + v, v - hl (x + v) - alpha v)
+        step = np.array([[1.0, 1.0], [-hl, 1.0 - alpha - hl]])
+    return float(abs(np.linalg.matrix_power(step, require_int(n_leapfrog, "n_leapfrog", minimum=1))[0, 0]))
 
 
 def grid_search(target, configs, x0, n_steps: int, rng, loss_fn, centre=None, thin: int = 10):
