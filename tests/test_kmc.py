@@ -399,6 +399,13 @@ def test_abc_likelihood_estimate_and_habc_run():
     assert model.n_simulations - before == 3 * 10 + 4 * 3 * 2 * (5 + 1) * 10
 
 
+def test_median_heuristic_ignores_repeated_points():
+    # a history with repeated states (rejections): the median over distinct pairs, never 0
+    Z = np.array([[0.0, 0.0]] * 6 + [[1.0, 0.0], [0.0, 2.0]])
+    assert K.median_sq_distance(Z) == 4.0          # six 1s, six 4s and one 5 among the distinct pairs
+    assert K.median_sq_distance(np.zeros((3, 2))) == 1.0
+
+
 # --------------------------------------------------------------------------------------------
 # bad input and non-finite densities
 # --------------------------------------------------------------------------------------------

@@ -453,8 +453,11 @@ class KMC(Sampler):
 
 
 def median_sq_distance(Z) -> float:
-    sq = sq_distances(Z, Z)
-    return float(np.median(sq[np.triu_indices(len(Z), 1)]))
+    """Median squared distance over the pairs of distinct points (as the authors' median heuristic):
+    a history with repeated states (rejections) would otherwise give 0. 1.0 if all points coincide."""
+    sq = sq_distances(Z, Z)[np.triu_indices(len(Z), 1)]
+    sq = sq[sq > 0]
+    return float(np.median(sq)) if sq.size else 1.0
 
 
 def _log_gaussian_batch(r, cov):
