@@ -17,7 +17,7 @@ export OMP_NUM_THREADS ?= 1
 export OPENBLAS_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: help env book test unit sync nbval book-smoke check-browser notebook lab bench export references paper clean
+.PHONY: help env book test unit sync nbval book-smoke check-browser notebook lab bench export references paper paper-costs clean
 
 help:
 	@echo "make book       - build the HTML book at _build/html/index.html (MCMC_BOOK_PROFILE=default)"
@@ -35,6 +35,7 @@ help:
 	@echo "make export     - regenerate mcmc_lib/methods from the chapters' exported cells"
 	@echo "make references - re-record the smoke-size reference values (tests/reference/)"
 	@echo "make paper      - run chapters at the paper profile into results/paper/ (CHAPTERS=\"kmc mcma\" picks; resumes)"
+	@echo "make paper-costs - what the stored paper runs cost, projected on 16 and 64 workers"
 	@echo "make env        - create .venv with the pins of requirements.txt"
 	@echo "make clean      - remove _build (the book, the unit cache, executed notebooks)"
 	@echo "make help       - this list"
@@ -125,6 +126,11 @@ references: $(STAMP)
 paper: $(STAMP)
 	MCMC_BOOK_PROFILE=paper $(BIN)/python -m mcmc_lib.store \
 	    $(if $(filter command line,$(origin CHAPTERS)),$(basename $(notdir $(CHAPTERS))))
+
+# What the stored paper-profile runs cost, and would cost on 16 and 64 workers (COSTS=cache: the units
+# in the unit cache, whatever profile filled it).
+paper-costs: $(STAMP)
+	$(BIN)/python -m mcmc_lib.store --costs $${COSTS:-store}
 
 clean:
 	rm -rf _build

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from .profiles import active_profile
+from .profiles import PROFILES, active_profile
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CLAIMS_DIR = REPO_ROOT / "_build" / "claims"
@@ -274,10 +274,16 @@ class Claim:
 class ClaimsRegistry:
     """Collects a chapter's claims; ``write()`` saves them, ``table()`` renders them."""
 
-    def __init__(self, stem: str, directory: Path | None = None):
+    def __init__(self, stem: str, directory: Path | None = None, profile: str | None = None):
+        """``profile``: the profile whose scale the chapter's evidence has, shown with each claim: the
+        active profile unless given (a chapter that shows stored paper-profile results passes "paper";
+        ``decide(..., profile=...)`` sets it for one claim)."""
         if not stem or "/" in stem:
             raise ValueError(f"stem must be a chapter file stem such as 'gsm', got {stem!r}")
+        if profile is not None and profile not in PROFILES:
+            raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {profile!r}")
         self.stem = stem
+        self.profile = profile
         self.directory = CLAIMS_DIR if directory is None else Path(directory)
         self.claims: list[Claim] = []
         self._declared: dict[str, tuple[Claim, Rule]] = {}
@@ -292,11 +298,16 @@ class ClaimsRegistry:
             raise ValueError(f"rule must be a mcmc_lib.claims.Rule (Rule.greater / less / within), got {rule!r}")
         claim = Claim(id, _require_text(statement, "statement"), _require_text(source, "source"),
                       _require_text(_text(published), "published"), rule.text(), section=section,
-                      profile=active_profile(), rule_spec=asdict(rule))
+                      profile=self.scale(), rule_spec=asdict(rule))
         self._declared[id] = (claim, rule)
         return f"**Claim `{id}`** ({source}): {statement} *Decided by:* {rule.text()}."
 
-    def decide(self, id: str, estimate: Estimate, *, note: str = "", cause: str = "", wins: dict | None = None) -> str:
+    def scale(self) -> str:
+        """The profile recorded with a claim (see ``__init__``)."""
+        return self.profile or active_profile()
+
+    def decide(self, id: str, estimate: Estimate, *, note: str = "", cause: str = "", wins: dict | None = None,
+               profile: str | None = None) -> str:
         """Apply the declared rule to ``estimate`` and record the claim; returns its outcome.
 
         A claim that is not reproduced needs ``cause`` (what was found, or "none found"; shown only for that
@@ -307,7 +318,10 @@ class ClaimsRegistry:
             raise ValueError(f"claim {id!r} was not declared: call declare() with its rule before the experiment")
         if not isinstance(estimate, Estimate):
             raise ValueError(f"estimate must be a mcmc_lib.claims.Estimate, got {type(estimate).__name__}")
+        if profile is not None and profile not in PROFILES:
+            raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {profile!r}")
         claim, rule = self._declared.pop(id)
+        claim.profile = profile or claim.profile
         claim.outcome = rule.decide(estimate)
         claim.estimate = asdict(estimate)
         claim.reproduced = f"{estimate.text()} (R = {estimate.n_replicates})"
@@ -332,7 +346,7 @@ class ClaimsRegistry:
         self.claims.append(Claim(id, _require_text(statement, "statement"), _require_text(source, "source"),
                                  _require_text(_text(published), "published"), "", NOT_RUN, "not run",
                                  note=f"Missing: {_require_text(missing, 'missing')} Cost: {_require_text(cost, 'cost')}",
-                                 section=section, profile=active_profile()))
+                                 section=section, profile=self.scale()))
 
     # The old form, kept until every chapter migrates -------------------------------------------------
 
@@ -340,7 +354,7 @@ class ClaimsRegistry:
         """Old form (one run, holds or not): rendered as 'old form' on the scoreboard."""
         self._check_new_id(id)
         self.claims.append(Claim(id, statement, "", _text(published), "", LEGACY_HOLDS if holds else LEGACY_FAILS,
-                                 _text(reproduced), note=note, profile=active_profile()))
+                                 _text(reproduced), note=note, profile=self.scale()))
 
     # Output ----------------------------------------------------------------------------------------
 

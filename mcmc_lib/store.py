@@ -27,8 +27,10 @@ which fills the store: by default every chapter that calls ``largest_scale``.
 """
 from __future__ import annotations
 
+import argparse
 import datetime
 import hashlib
+import heapq
 import json
 import os
 import platform
@@ -198,18 +200,20 @@ def use_store(profile: str) -> bool:
     return setting == "on" or (setting == "auto" and profile == "default")
 
 
-def largest_scale(chapter: str, name: str, units, sizes=None, store_dir=None,
+def largest_scale(chapter: str, name: str, units, sizes=None, store_dir=None, same_units: bool = False,
                   **run_options) -> ExperimentResults:
     """The largest-scale results available for experiment ``chapter/name``: at the paper profile, run
     ``units`` and write the store; otherwise the stored paper-profile results if there are any (and the
-    profile uses them), else ``units`` run now. ``run_options`` go to ``mcmc_lib.units.run_units`` (label,
-    jobs, scheduler, cache, progress)."""
+    profile uses them), else ``units`` run now. ``same_units=True`` uses the store only when it holds
+    exactly these units (same functions, parameters and seeds, in order): for a chapter that pairs the
+    results with its own units rather than reading ``params`` (see ``chapter_sizes``). ``run_options``
+    go to ``mcmc_lib.units.run_units`` (label, jobs, scheduler, cache, progress)."""
     units = list(units)
     profile = active_profile()
     path = store_path(chapter, name, store_dir)
     if profile != "paper" and use_store(profile):
         record = read_store(chapter, name, store_dir)
-        if record is not None:
+        if record is not None and (not same_units or _same_units(record, units)):
             return _from_store(record, units, path)
     run_options.setdefault("label", f"{chapter}/{name}")
     results, stats = unit_runner.run_with_stats(units, **run_options)
@@ -217,6 +221,44 @@ def largest_scale(chapter: str, name: str, units, sizes=None, store_dir=None,
     written = _write(path, provenance, units, results, stats.unit_seconds, sizes) if profile == "paper" else None
     return ExperimentResults(results, [u.params for u in units], [u.seed for u in units], sizes, profile, "run",
                              False, _describe_run(provenance, path, written), provenance)
+
+
+def _unit_signature(function: str, params, seed) -> str:
+    return json.dumps([function, unit_runner.encode(params, "params"), seed], sort_keys=True)
+
+
+def _same_units(record: dict, units) -> bool:
+    """Whether a stored record holds exactly ``units``, in order."""
+    stored = [_unit_signature(row["function"], row["params"], row["seed"]) for row in record["units"]]
+    return stored == [_unit_signature(unit_runner.function_name(u.fn), u.params, u.seed) for u in units]
+
+
+def chapter_sizes(chapter: str, names, sizes: dict, store_dir=None) -> tuple[dict, str]:
+    """The sizes a chapter runs at, and the profile whose scale they are: at a profile that shows the
+    store (``use_store``), the sizes of the chapter's stored paper-profile run when every experiment in
+    ``names`` is stored and they agree on every size they share (each may store only the sizes it
+    uses; the others keep their values from ``sizes``); otherwise ``sizes`` and the active profile.
+
+    A chapter whose tables are built from its sizes (not from each result's ``params``) adopts them
+    once, at the top, and then asks for each experiment with ``largest_scale(..., same_units=True)``:
+    its units are then the stored ones and come from the store, and an experiment the store lacks, or
+    holds at other sizes, runs instead of being paired with the wrong results."""
+    names = list(names)
+    if not names:
+        raise ValueError("names must list the chapter's stored experiments, got none")
+    profile = active_profile()
+    if profile == "paper" or not use_store(profile):
+        return sizes, profile
+    records = [read_store(chapter, name, store_dir) for name in names]
+    if any(record is None or not isinstance(record["sizes"], dict) for record in records):
+        return sizes, profile
+    stored = {}
+    for record in records:                   # an experiment may store only the sizes it uses
+        for key, value in record["sizes"].items():
+            if key in stored and stored[key] != value:
+                return sizes, profile
+            stored[key] = value
+    return {**sizes, **stored}, records[0]["provenance"]["profile"]
 
 
 def _from_store(record, units, path) -> ExperimentResults:
@@ -303,11 +345,91 @@ def execute_chapter(chapter: Path, out_dir: Path) -> bool:
         nbformat.write(notebook, out_dir / f"{chapter.stem}.ipynb")
 
 
+# ---------------------------------------------------------------- what a run costs, and would on more cores
+
+
+def projected_wall_seconds(unit_seconds, workers: int) -> float:
+    """The wall time of independent units on ``workers`` processes, each unit (longest first) given to
+    the least-loaded worker: never less than the longest unit, nor than the total over ``workers``."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    loads = [0.0] * workers
+    for seconds in sorted(unit_seconds, reverse=True):
+        heapq.heapreplace(loads, loads[0] + float(seconds))
+    return max(loads)
+
+
+WORKER_COUNTS = (2, 16, 64)
+
+
+def cost_rows(sets: dict) -> list[dict]:
+    """One row per chapter from {chapter: [unit seconds of each set run one after another]}: units,
+    computing time, the longest unit, and the wall time projected on 2, 16 and 64 workers (each set
+    must finish before the next starts, as in a chapter)."""
+    rows = []
+    for chapter, chapter_sets in sets.items():
+        flat = [s for unit_set in chapter_sets for s in unit_set]
+        rows.append({"chapter": chapter, "units": len(flat), "unit_hours": sum(flat) / 3600,
+                     "longest_min": max(flat, default=0) / 60,
+                     **{f"wall_{w}_hours": sum(projected_wall_seconds(u, w) for u in chapter_sets) / 3600
+                        for w in WORKER_COUNTS}})
+    return rows
+
+
+def store_costs(store_dir=None) -> dict:
+    """{chapter: [unit seconds per stored experiment]} from the committed store."""
+    sets = {}
+    for path in sorted(store_directory(store_dir).glob("*/*.json")):
+        record = json.loads(path.read_text())
+        sets.setdefault(path.parent.name, []).append([row["seconds"] for row in record["units"]])
+    return sets
+
+
+def cache_costs(book_dir: Path, cache=None) -> dict:
+    """{chapter: [unit seconds per unit function]} from the unit cache (whatever profiles filled it),
+    a unit function's chapter being the page that defines it."""
+    import pickle
+    directory = unit_runner.cache_directory(cache)
+    defined = {}
+    for page in sorted(book_dir.glob("*.md")):
+        for name in re.findall(r"^def (\w+)\(", page.read_text(), flags=re.M):
+            defined.setdefault(name, page.stem)
+    sets = {}
+    for folder in sorted(directory.glob("*")) if directory is not None and directory.exists() else []:
+        chapter = defined.get(folder.name.rsplit(".", 1)[-1], "(library)")
+        seconds = []
+        for entry in folder.glob("*.pkl"):
+            with open(entry, "rb") as file:
+                seconds.append(float(pickle.load(file)["seconds"]))
+        sets.setdefault(chapter, []).append(seconds)
+    return sets
+
+
+def print_costs(sets: dict, title: str) -> None:
+    print(title)
+    print(f"{'chapter':<12}{'units':>7}{'unit-hours':>12}{'longest':>10}" +
+          "".join(f"{f'{w} workers':>12}" for w in WORKER_COUNTS))
+    for row in cost_rows(sets):
+        print(f"{row['chapter']:<12}{row['units']:>7}{row['unit_hours']:>12.2f}{row['longest_min']:>8.1f} m" +
+              "".join(f"{row[f'wall_{w}_hours']:>10.2f} h" for w in WORKER_COUNTS))
+
+
 def main(argv=None) -> int:
-    """``python -m mcmc_lib.store [chapter ...]``: execute chapters at the paper profile."""
+    """``python -m mcmc_lib.store [chapter ...]``: execute chapters at the paper profile;
+    ``--costs store|cache``: what the stored runs (or the units in the cache) cost, and would cost on
+    16 and 64 workers."""
+    parser = argparse.ArgumentParser(prog="python -m mcmc_lib.store", description=main.__doc__)
+    parser.add_argument("chapters", nargs="*", help="chapters to run (default: every chapter calling largest_scale)")
+    parser.add_argument("--costs", choices=("store", "cache"), help="report costs instead of running")
+    options = parser.parse_args(sys.argv[1:] if argv is None else argv)
     root = unit_runner.repository_root()
     book_dir, out_dir = root / "book", root / "_build" / "paper"
-    stems = list(sys.argv[1:] if argv is None else argv) or chapters_using_store(book_dir)
+    if options.costs:
+        sets = store_costs() if options.costs == "store" else cache_costs(book_dir)
+        print_costs(sets, f"Unit costs ({'the committed store' if options.costs == 'store' else 'the unit cache'}); "
+                          "wall times projected with each experiment's units shared over the workers:")
+        return 0
+    stems = options.chapters or chapters_using_store(book_dir)
     if not stems:
         print("No chapter calls largest_scale yet; name chapters to run them anyway.", file=sys.stderr)
         return 1

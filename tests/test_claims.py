@@ -115,3 +115,22 @@ def test_replicate_runs_independent_seeds_in_order(tmp_path, monkeypatch):
     assert len(set(results)) == 4                      # independent streams, not one seed reused
     with pytest.raises(ValueError, match="n_replicates"):
         claims.replicate(noisy_value, 0, seed=1, shift=0.0)
+
+
+def test_a_claim_records_the_scale_of_its_evidence(tmp_path, monkeypatch):
+    """A default build that shows stored paper-profile results records its claims as paper-scale."""
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "default")
+    rule = Rule.greater("x", 0.0, "paper")
+    assert claims.ClaimsRegistry("demo", directory=tmp_path).scale() == "default"
+    registry = claims.ClaimsRegistry("demo", directory=tmp_path, profile="paper")
+    registry.declare("a", statement="s", source="Table 1", published="1", rule=rule)
+    registry.decide("a", interval(1, 2))
+    registry.declare("b", statement="s", source="Table 1", published="1", rule=rule)
+    registry.decide("b", interval(1, 2), profile="smoke")
+    registry.not_run("c", statement="s", source="Table 1", published="1", missing="data", cost="1 h")
+    assert [c.profile for c in registry.claims] == ["paper", "smoke", "paper"]
+    with pytest.raises(ValueError, match="profile"):
+        claims.ClaimsRegistry("demo", profile="huge")
+    registry.declare("d", statement="s", source="Table 1", published="1", rule=rule)
+    with pytest.raises(ValueError, match="profile"):
+        registry.decide("d", interval(1, 2), profile="huge")

@@ -107,3 +107,15 @@ def test_reference_checks(tmp_path, monkeypatch):
         regression.check_reference("demo", "acc", 0.25, -1)
     monkeypatch.setenv("MCMC_BOOK_PROFILE", "default")
     assert "smoke profile only" in regression.check_reference("demo", "acc", 0.9, 0.05)
+
+
+def test_a_chapter_kernel_runs_blas_on_one_thread():
+    """Chapters call one_blas_thread() in their setup: BLAS on one thread whatever the environment."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from mcmc_lib.book import one_blas_thread
+
+    with threadpool_limits(limits=2, user_api="blas"):      # as in a reader's Jupyter without OMP_NUM_THREADS
+        one_blas_thread()
+        blas = [pool for pool in threadpool_info() if pool["user_api"] == "blas"]
+        assert blas and all(pool["num_threads"] == 1 for pool in blas)

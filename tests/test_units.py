@@ -406,3 +406,55 @@ def test_make_help_lists_every_target():
     targets = set(re.findall(r"^([a-z][a-z-]*):", makefile, flags=re.M))
     listed = set(re.findall(r'^\t@echo "make ([a-z-]+) ', makefile, flags=re.M))
     assert "paper" in targets and targets <= listed, sorted(targets - listed)
+
+
+def test_a_chapter_adopts_the_stored_sizes_only_when_every_experiment_is_stored(tmp_path, cache_dir, monkeypatch):
+    """chapter_sizes + largest_scale(same_units=True): a default build shows the paper-profile run when
+    the store holds all of the chapter's experiments at one size, and never pairs the chapter's units
+    with stored results of other units."""
+    trial = cell(TRIAL)["trial"]
+    options = dict(store_dir=tmp_path / "paper", cache=cache_dir, jobs=1)
+    paper_sizes, default_sizes = {"count": 3}, {"count": 2}
+
+    def experiment(name, sizes, **extra):
+        return store.largest_scale("demo", name, make_units(trial, count=sizes["count"], **extra), sizes=sizes,
+                                   same_units=True, **options)
+
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "paper")
+    stored = experiment("first", paper_sizes)
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "default")
+    # one of two experiments stored: the chapter keeps its own sizes
+    assert store.chapter_sizes("demo", ["first", "second"], default_sizes, store_dir=options["store_dir"]) == \
+        (default_sizes, "default")
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "paper")
+    experiment("second", paper_sizes)
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "default")
+    sizes, scale = store.chapter_sizes("demo", ["first", "second"], default_sizes, store_dir=options["store_dir"])
+    assert (sizes, scale) == (paper_sizes, "paper")
+    shown = experiment("first", sizes)
+    assert shown.source == "store"
+    assert_identical(shown.values, stored.values)
+    # units other than the stored ones run (here: default sizes, and a changed parameter)
+    assert experiment("first", default_sizes).source == "run"
+    assert experiment("first", paper_sizes, counter=None).source == "run"
+    # smoke and MCMC_BOOK_STORE=off keep the chapter's own sizes
+    monkeypatch.setenv("MCMC_BOOK_STORE", "off")
+    assert store.chapter_sizes("demo", ["first", "second"], default_sizes, store_dir=options["store_dir"]) == \
+        (default_sizes, "default")
+    monkeypatch.delenv("MCMC_BOOK_STORE")
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "smoke")
+    assert store.chapter_sizes("demo", ["first"], default_sizes, store_dir=options["store_dir"])[1] == "smoke"
+    with pytest.raises(ValueError, match="names"):
+        store.chapter_sizes("demo", [], default_sizes)
+
+
+def test_projected_wall_time_shares_units_over_workers():
+    # longest first to the least-loaded worker: {3, 2, 2} / {3, 2} (greedy, within 4/3 of the best split)
+    assert store.projected_wall_seconds([3, 3, 2, 2, 2], 2) == 7
+    assert store.projected_wall_seconds([10, 1, 1], 16) == 10               # the longest unit bounds it
+    assert store.projected_wall_seconds([1.0] * 64, 16) == 4
+    assert store.projected_wall_seconds([], 4) == 0
+    with pytest.raises(ValueError, match="workers"):
+        store.projected_wall_seconds([1.0], 0)
+    rows = store.cost_rows({"demo": [[3, 3, 2, 2, 2], [5]]})                 # two sets, one after the other
+    assert rows[0]["units"] == 6 and rows[0]["wall_2_hours"] * 3600 == 12 and rows[0]["longest_min"] * 60 == 5
