@@ -123,12 +123,15 @@ def machine() -> dict:
 def _provenance(units, stats, profile: str) -> dict:
     commit, dirty = git_commit()
     seconds = stats.unit_seconds
+    cpu = [c for c in stats.unit_cpu_seconds if c is not None]
     return {"profile": profile, "commit": commit, "uncommitted_changes": dirty,
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "machine": machine(), "backend": stats.backend, "jobs": stats.jobs,
             "n_units": stats.n_units, "n_from_cache": stats.n_cached,
             "wall_seconds": round(stats.wall_seconds, 3),
             "unit_seconds_total": round(sum(seconds), 3), "unit_seconds_max": round(max(seconds, default=0), 3),
+            "unit_cpu_seconds_total": round(sum(cpu), 3) if cpu else None,
+            "unit_cpu_seconds_max": round(max(cpu), 3) if cpu else None,
             **experiment_code(units)}
 
 
@@ -139,18 +142,20 @@ def write_store(chapter: str, name: str, units, results, stats, sizes=None, prof
                 store_dir=None) -> Path:
     """Write an experiment's unit results and provenance to ``results/paper/<chapter>/<name>.json``."""
     return _write(store_path(chapter, name, store_dir), _provenance(units, stats, profile), units, results,
-                  stats.unit_seconds, sizes)
+                  stats, sizes)
 
 
-def _write(path: Path, provenance: dict, units, results, seconds, sizes) -> Path:
+def _write(path: Path, provenance: dict, units, results, stats, sizes) -> Path:
     """One line per unit, so that a refresh shows in a diff as the units that changed."""
     chapter, name = path.parent.name, path.stem
     header = {"experiment": f"{chapter}/{name}", "format": STORE_FORMAT, "provenance": provenance,
               "sizes": unit_runner.encode(sizes, "sizes")}
     rows = [{"function": unit_runner.function_name(unit.fn), "params": unit_runner.encode(unit.params, "params"),
              "seed": unit.seed, "seconds": round(unit_seconds, 3),
+             "cpu_seconds": None if cpu_seconds is None else round(cpu_seconds, 3),
              "result": unit_runner.encode(result, f"the result of units[{i}]")}
-            for i, (unit, result, unit_seconds) in enumerate(zip(units, results, seconds))]
+            for i, (unit, result, unit_seconds, cpu_seconds)
+            in enumerate(zip(units, results, stats.unit_seconds, stats.unit_cpu_seconds))]
     head = json.dumps(header, indent=1, sort_keys=True)
     lines = ",\n".join("  " + json.dumps(row) for row in rows)   # a result's keys keep their order
     text = head[:-2] + ',\n "units": [\n' + lines + "\n ]\n}\n"
@@ -218,7 +223,7 @@ def largest_scale(chapter: str, name: str, units, sizes=None, store_dir=None, sa
     run_options.setdefault("label", f"{chapter}/{name}")
     results, stats = unit_runner.run_with_stats(units, **run_options)
     provenance = _provenance(units, stats, profile)
-    written = _write(path, provenance, units, results, stats.unit_seconds, sizes) if profile == "paper" else None
+    written = _write(path, provenance, units, results, stats, sizes) if profile == "paper" else None
     return ExperimentResults(results, [u.params for u in units], [u.seed for u in units], sizes, profile, "run",
                              False, _describe_run(provenance, path, written), provenance)
 
@@ -287,7 +292,7 @@ def _describe_store(stored, path, changed) -> str:
              f"{' and '.join(changed)} changed since, so a rerun (make paper) may differ")
     return (f"{stored['profile'].capitalize()}-profile results from the committed store "
             f"({path.parent.name}/{path.name}: {stored['n_units']} units, commit {_commit(stored)}, "
-            f"{stored['date'][:10]}, {_duration(stored['unit_seconds_total'])} of computing on "
+            f"{stored['date'][:10]}, {_duration(stored.get('unit_cpu_seconds_total') or stored['unit_seconds_total'])} of computing on "
             f"{stored['machine']['cores']} cores); {since}.")
 
 
@@ -376,12 +381,18 @@ def cost_rows(sets: dict) -> list[dict]:
     return rows
 
 
+def _compute_seconds(entry: dict) -> float:
+    """A unit's compute time: its CPU time where recorded (wall time on a busy machine counts waiting)."""
+    cpu = entry.get("cpu_seconds")
+    return float(entry["seconds"] if cpu is None else cpu)
+
+
 def store_costs(store_dir=None) -> dict:
     """{chapter: [unit seconds per stored experiment]} from the committed store."""
     sets = {}
     for path in sorted(store_directory(store_dir).glob("*/*.json")):
         record = json.loads(path.read_text())
-        sets.setdefault(path.parent.name, []).append([row["seconds"] for row in record["units"]])
+        sets.setdefault(path.parent.name, []).append([_compute_seconds(row) for row in record["units"]])
     return sets
 
 
@@ -400,7 +411,7 @@ def cache_costs(book_dir: Path, cache=None) -> dict:
         seconds = []
         for entry in folder.glob("*.pkl"):
             with open(entry, "rb") as file:
-                seconds.append(float(pickle.load(file)["seconds"]))
+                seconds.append(_compute_seconds(pickle.load(file)))
         sets.setdefault(chapter, []).append(seconds)
     return sets
 

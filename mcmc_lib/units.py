@@ -527,7 +527,7 @@ class UnitCache:
         return self.directory / name / f"{key}.pkl"
 
     def load(self, unit, key):
-        """The cached entry {"result", "seconds", ...} or None."""
+        """The cached entry {"result", "seconds", "cpu_seconds", ...} or None."""
         if self.directory is None:
             return None
         try:
@@ -538,12 +538,12 @@ class UnitCache:
         except Exception:  # an unreadable entry (truncated disk, other numpy): recompute it
             return None
 
-    def save(self, unit, key, result, seconds):
+    def save(self, unit, key, result, seconds, cpu_seconds=None):
         if self.directory is None:
             return
         path = self._path(unit, key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        entry = {"result": result, "seconds": seconds, "function": function_name(unit.fn),
+        entry = {"result": result, "seconds": seconds, "cpu_seconds": cpu_seconds, "function": function_name(unit.fn),
                  "params": unit.params, "seed": unit.seed,
                  "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         # Write beside, then rename: a reader never sees half a file, even if this run is killed.
@@ -586,11 +586,13 @@ _ONE_BLAS_THREAD = _OneBlasThread()
 
 
 def call_unit(index, fn, params, seed):
-    """Run one unit where it lands (this process, a loky worker, a Dask worker): (index, result, seconds)."""
-    start = time.perf_counter()
+    """Run one unit where it lands (this process, a loky worker, a Dask worker): (index, result,
+    (wall seconds, CPU seconds)). The CPU time is the running thread's: with one BLAS thread it is the
+    unit's compute time even on a busy machine, where the wall time also counts the waiting."""
+    start, start_cpu = time.perf_counter(), time.thread_time()
     with _ONE_BLAS_THREAD:
         result = fn(seed=seed, **params)
-    return index, result, time.perf_counter() - start
+    return index, result, (time.perf_counter() - start, time.thread_time() - start_cpu)
 
 
 def job_count(jobs=None) -> int:
@@ -647,14 +649,15 @@ def _on_dask(pending, scheduler, info):
 
 @dataclass
 class RunStats:
-    """How a set of units ran: counts, backend, wall time, and each unit's compute time (from the
-    cache for units computed earlier)."""
+    """How a set of units ran: counts, backend, wall time, and each unit's wall and CPU time (from the
+    cache for units computed earlier; CPU time None where an older cache entry lacks it)."""
     n_units: int
     n_cached: int
     backend: str                     # "cache" (nothing to compute), "serial", "loky" or "dask <address>"
     jobs: int                        # worker processes (loky), threads of the cluster (dask), 1 (serial)
     wall_seconds: float
     unit_seconds: list = field(default_factory=list)
+    unit_cpu_seconds: list = field(default_factory=list)
 
 
 def _backend(n_pending, jobs, scheduler):
@@ -668,7 +671,7 @@ def _backend(n_pending, jobs, scheduler):
 
 
 def _compute(pending, backend, workers, scheduler, info):
-    """An iterator of (index, result, seconds) in the order the units finish."""
+    """An iterator of (index, result, (wall seconds, CPU seconds)) in the order the units finish."""
     if backend == "cache":
         return iter(())
     if backend == "serial":
@@ -691,13 +694,13 @@ def run_with_stats(units, label: str | None = None, jobs=None, scheduler=None, c
             raise ValueError(f"units[{i}] must be a Unit(fn, params, seed), got {type(unit).__name__}")
     store = UnitCache(cache_directory(cache))
     keys = unit_keys(units) if store.directory is not None else [None] * len(units)
-    results, seconds, pending = [None] * len(units), [0.0] * len(units), []
+    results, seconds, cpu_seconds, pending = [None] * len(units), [0.0] * len(units), [None] * len(units), []
     for i, (unit, key) in enumerate(zip(units, keys)):
         entry = store.load(unit, key)
         if entry is None:
             pending.append((i, unit))
         else:
-            results[i], seconds[i] = entry["result"], entry["seconds"]
+            results[i], seconds[i], cpu_seconds[i] = entry["result"], entry["seconds"], entry.get("cpu_seconds")
     jobs, scheduler = job_count(jobs), dask_scheduler(scheduler)
     backend, workers = _backend(len(pending), jobs, scheduler)
     info = {"jobs": workers}
@@ -705,10 +708,10 @@ def run_with_stats(units, label: str | None = None, jobs=None, scheduler=None, c
     start = time.perf_counter()
     bar = _progress_bar(len(units), len(units) - len(pending), label, units, progress)
     try:
-        for index, result, unit_seconds in computed:
+        for index, result, (unit_seconds, unit_cpu_seconds) in computed:
             encode(result, where=f"the result of units[{index}] ({function_name(units[index].fn)})", convert=False)
-            store.save(units[index], keys[index], result, unit_seconds)
-            results[index], seconds[index] = result, unit_seconds
+            store.save(units[index], keys[index], result, unit_seconds, unit_cpu_seconds)
+            results[index], seconds[index], cpu_seconds[index] = result, unit_seconds, unit_cpu_seconds
             if bar is not None:
                 bar.update()
     finally:
@@ -717,7 +720,7 @@ def run_with_stats(units, label: str | None = None, jobs=None, scheduler=None, c
         if bar is not None:
             bar.close()
     stats = RunStats(len(units), len(units) - len(pending), backend, info["jobs"],
-                     time.perf_counter() - start, seconds)
+                     time.perf_counter() - start, seconds, cpu_seconds)
     return results, stats
 
 

@@ -458,3 +458,26 @@ def test_projected_wall_time_shares_units_over_workers():
         store.projected_wall_seconds([1.0], 0)
     rows = store.cost_rows({"demo": [[3, 3, 2, 2, 2], [5]]})                 # two sets, one after the other
     assert rows[0]["units"] == 6 and rows[0]["wall_2_hours"] * 3600 == 12 and rows[0]["longest_min"] * 60 == 5
+
+
+def test_units_record_their_cpu_time_apart_from_waiting(tmp_path, cache_dir, monkeypatch):
+    """A unit's CPU time is its compute time even on a busy machine: a unit that waits has wall time
+    and almost no CPU time; both reach the cache, the run's stats and the store, and costs use CPU."""
+    napper = cell('''
+def napper(seed, pause):
+    import time
+    time.sleep(pause)
+    return {"pause": pause}
+''')["napper"]
+    unit_list = [Unit(napper, dict(pause=0.2), seed=[1, i]) for i in range(2)]
+    results, stats = run(unit_list, jobs=1, cache=cache_dir)
+    assert all(wall >= 0.2 for wall in stats.unit_seconds)
+    assert all(cpu is not None and cpu < 0.05 for cpu in stats.unit_cpu_seconds)
+    _, again = run(unit_list, jobs=1, cache=cache_dir)                  # from the cache
+    assert again.n_cached == 2 and again.unit_cpu_seconds == stats.unit_cpu_seconds
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "paper")
+    store.largest_scale("demo", "naps", unit_list, store_dir=tmp_path, cache=cache_dir, jobs=1)
+    record = json.loads((tmp_path / "demo" / "naps.json").read_text())
+    assert all(row["cpu_seconds"] < 0.05 <= 0.2 <= row["seconds"] for row in record["units"])
+    assert record["provenance"]["unit_cpu_seconds_total"] < 0.1
+    assert max(store.store_costs(tmp_path)["demo"][0]) < 0.05
