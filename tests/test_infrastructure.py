@@ -105,6 +105,9 @@ def test_reference_checks(tmp_path, monkeypatch):
         regression.check_reference("demo", "other", 1.0, 0.1)
     with pytest.raises(ValueError, match="tolerance"):
         regression.check_reference("demo", "acc", 0.25, -1)
+    monkeypatch.setenv("MCMC_BOOK_STORE", "on")         # smoke showing stored paper-scale results
+    assert "shows stored results" in regression.check_reference("demo", "acc", 0.9, 0.05)
+    monkeypatch.delenv("MCMC_BOOK_STORE")
     monkeypatch.setenv("MCMC_BOOK_PROFILE", "default")
     assert "smoke profile only" in regression.check_reference("demo", "acc", 0.9, 0.05)
 
