@@ -27,7 +27,7 @@ class RunResult:
     accept_prob: np.ndarray          # mean acceptance probability (NUTS: mean acceptance statistic)
     warmup_accept_rate: np.ndarray   # (n_chains,)
     n_nonfinite: np.ndarray          # steps that met a NaN/inf log density or gradient, whole run, (n_chains,)
-    warmup_time: float               # seconds, all chains together
+    warmup_time: float               # CPU seconds of this process, all chains together (see ``run``)
     sampling_time: float
     logp_evals: dict                 # {"warmup": per chain, "sampling": per chain}
     grad_evals: dict
@@ -41,13 +41,14 @@ class RunResult:
         return self.samples.shape[0]
 
     @property
-    def wall_time(self) -> float:
+    def cpu_time(self) -> float:
+        """CPU seconds of warm-up and sampling, all chains together."""
         return self.warmup_time + self.sampling_time
 
     @property
     def seconds_per_chain(self) -> float:
-        """Wall time of warm-up and sampling divided by the number of chains run together."""
-        return self.wall_time / self.n_chains
+        """CPU time of warm-up and sampling divided by the number of chains run together."""
+        return self.cpu_time / self.n_chains
 
     @property
     def total_grad_evals(self) -> float:
@@ -131,6 +132,11 @@ def run(sampler, x0, n_warmup: int, n_samples: int, rng, thin: int = 1, keep=Non
 
     ``n_nonfinite`` counts the steps that met a NaN or infinite log density (rejected), and
     ``n_divergent`` the divergent trajectories of samplers that report them (NUTS), separately.
+
+    Times are CPU seconds of this process (``time.process_time``), not wall-clock seconds: a sampler's
+    cost then does not depend on what else the machine runs (other workers, a build), so that runs made
+    side by side compare fairly. With BLAS on one thread (``mcmc_lib.units`` workers, the chapters) and
+    a core to itself, the two agree.
     """
     require_rng(rng)
     n_warmup = require_int(n_warmup, "n_warmup")
@@ -145,20 +151,20 @@ def run(sampler, x0, n_warmup: int, n_samples: int, rng, thin: int = 1, keep=Non
     target = sampler.target
     counts = {"start": (target.n_logp_evals, target.n_grad_evals)}
 
-    start = time.perf_counter()
+    start = time.process_time()
     state = sampler.init(x0)
     n_chains = state.x.shape[0]
     if n_chains < 1:
         raise ValueError(f"x0 must hold at least one chain, got shape {np.shape(x0)}")
     state, _, _, warm_acc, _, warm_bad, warm_div = _phase(sampler, state, rng, n_warmup, True, None, 1,
                                                           progress, "warm-up")
-    warmup_time = time.perf_counter() - start
+    warmup_time = time.process_time() - start
     counts["warmup"] = (target.n_logp_evals, target.n_grad_evals)
 
-    start = time.perf_counter()
+    start = time.process_time()
     state, stored, logps, acc, acc_prob, bad, div = _phase(sampler, state, rng, n_samples, False, keep, thin,
                                                            progress, "sampling", first_iteration=n_warmup)
-    sampling_time = time.perf_counter() - start
+    sampling_time = time.process_time() - start
     counts["sampling"] = (target.n_logp_evals, target.n_grad_evals)
 
     def per_chain(phase_end, phase_start, which):

@@ -45,7 +45,8 @@ from . import units as unit_runner
 from .profiles import active_profile
 
 STORE_ENV = "MCMC_BOOK_STORE"
-STORE_FORMAT = 1
+STORE_FORMAT = 2                     # 2: large numeric arrays in results as base64 (1: decimals)
+READABLE_FORMATS = (1, 2)
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
 
 
@@ -66,25 +67,25 @@ def store_path(chapter: str, name: str, store_dir=None) -> Path:
 
 def experiment_code(units) -> dict:
     """What code an experiment's units run: a fingerprint of each function (with the notebook-level code
-    it reaches), the generated method modules they may reach, and the hash of mcmc_lib over those."""
-    functions, methods = {}, frozenset()
+    it reaches), the mcmc_lib modules they run (those they reach and those imported from them; None
+    for all), and the hash of those modules' sources."""
+    functions, reached = {}, frozenset()
     for unit in units:
         name = unit_runner.function_name(unit.fn)
         if name not in functions:
-            functions[name], reached = unit_runner.function_fingerprint(unit.fn)
-            methods = None if methods is None or reached is None else methods | reached
-    library = unit_runner.library_code_hash(methods)
+            functions[name], modules = unit_runner.function_fingerprint(unit.fn)
+            reached = None if reached is None or modules is None else reached | modules
+    library = unit_runner.library_code_hash(reached)
     code = hashlib.sha256(json.dumps([sorted(functions.items()), library]).encode()).hexdigest()
     return {"code_hash": code, "functions": functions, "library_hash": library,
-            "methods": None if methods is None else sorted(methods)}
+            "library_modules": None if reached is None else unit_runner.library_closure(reached)}
 
 
 def code_changes(stored: dict, units) -> list[str]:
-    """What changed since a stored run: "mcmc_lib" (its sources over the method modules the stored run
-    reached) and/or "the experiment's functions" (a unit function now in use whose fingerprint differs
-    from the stored one, or that the stored run did not have)."""
-    methods = stored.get("methods")
-    library = unit_runner.library_code_hash(None if methods is None else frozenset(methods))
+    """What changed since a stored run: "mcmc_lib" (the sources of the modules the stored run ran; all
+    of mcmc_lib for a record that does not list them) and/or "the experiment's functions" (a unit
+    function now in use whose fingerprint differs from the stored one, or that the stored run lacked)."""
+    library = unit_runner.library_code_hash(stored.get("library_modules"))
     functions = experiment_code(units)["functions"] if units else {}
     changes = ["mcmc_lib"] if library != stored["library_hash"] else []
     if any(stored["functions"].get(name) != digest for name, digest in functions.items()):
@@ -120,7 +121,7 @@ def machine() -> dict:
             **unit_runner.environment()}
 
 
-def _provenance(units, stats, profile: str) -> dict:
+def _provenance(units, stats, profile: str, code: dict | None = None) -> dict:
     commit, dirty = git_commit()
     seconds = stats.unit_seconds
     cpu = [c for c in stats.unit_cpu_seconds if c is not None]
@@ -132,7 +133,7 @@ def _provenance(units, stats, profile: str) -> dict:
             "unit_seconds_total": round(sum(seconds), 3), "unit_seconds_max": round(max(seconds, default=0), 3),
             "unit_cpu_seconds_total": round(sum(cpu), 3) if cpu else None,
             "unit_cpu_seconds_max": round(max(cpu), 3) if cpu else None,
-            **experiment_code(units)}
+            **(experiment_code(units) if code is None else code)}
 
 
 # ---------------------------------------------------------------- the store on disk
@@ -153,7 +154,7 @@ def _write(path: Path, provenance: dict, units, results, stats, sizes) -> Path:
     rows = [{"function": unit_runner.function_name(unit.fn), "params": unit_runner.encode(unit.params, "params"),
              "seed": unit.seed, "seconds": round(unit_seconds, 3),
              "cpu_seconds": None if cpu_seconds is None else round(cpu_seconds, 3),
-             "result": unit_runner.encode(result, f"the result of units[{i}]")}
+             "result": unit_runner.encode(result, f"the result of units[{i}]", compact=True)}
             for i, (unit, result, unit_seconds, cpu_seconds)
             in enumerate(zip(units, results, stats.unit_seconds, stats.unit_cpu_seconds))]
     head = json.dumps(header, indent=1, sort_keys=True)
@@ -172,8 +173,9 @@ def read_store(chapter: str, name: str, store_dir=None) -> dict | None:
     if not path.exists():
         return None
     record = json.loads(path.read_text())
-    if record.get("format") != STORE_FORMAT:
-        raise ValueError(f"{path} has store format {record.get('format')!r}; this mcmc_lib reads {STORE_FORMAT}")
+    if record.get("format") not in READABLE_FORMATS:
+        raise ValueError(f"{path} has store format {record.get('format')!r}; this mcmc_lib reads "
+                         f"{' and '.join(map(str, READABLE_FORMATS))}")
     record["sizes"] = unit_runner.decode(record["sizes"])
     for row in record["units"]:
         row["params"], row["result"] = unit_runner.decode(row["params"]), unit_runner.decode(row["result"])
@@ -211,18 +213,23 @@ def largest_scale(chapter: str, name: str, units, sizes=None, store_dir=None, sa
     ``units`` and write the store; otherwise the stored paper-profile results if there are any (and the
     profile uses them), else ``units`` run now. ``same_units=True`` uses the store only when it holds
     exactly these units (same functions, parameters and seeds, in order): for a chapter that pairs the
-    results with its own units rather than reading ``params`` (see ``chapter_sizes``). ``run_options``
+    results with its own units rather than reading ``params`` (see ``Experiments``). ``run_options``
     go to ``mcmc_lib.units.run_units`` (label, jobs, scheduler, cache, progress)."""
-    units = list(units)
+    return _largest_scale(chapter, name, list(units), sizes, store_dir, same_units,
+                          lambda: read_store(chapter, name, store_dir), run_options)
+
+
+def _largest_scale(chapter, name, units, sizes, store_dir, same_units, read_record, run_options):
     profile = active_profile()
     path = store_path(chapter, name, store_dir)
     if profile != "paper" and use_store(profile):
-        record = read_store(chapter, name, store_dir)
+        record = read_record()
         if record is not None and (not same_units or _same_units(record, units)):
             return _from_store(record, units, path)
     run_options.setdefault("label", f"{chapter}/{name}")
+    code = experiment_code(units)            # before running: a unit run here may change what its code reads
     results, stats = unit_runner.run_with_stats(units, **run_options)
-    provenance = _provenance(units, stats, profile)
+    provenance = _provenance(units, stats, profile, code)
     written = _write(path, provenance, units, results, stats, sizes) if profile == "paper" else None
     return ExperimentResults(results, [u.params for u in units], [u.seed for u in units], sizes, profile, "run",
                              False, _describe_run(provenance, path, written), provenance)
@@ -243,18 +250,18 @@ def chapter_sizes(chapter: str, names, sizes: dict, store_dir=None) -> tuple[dic
     store (``use_store``), the sizes of the chapter's stored paper-profile run when every experiment in
     ``names`` is stored and they agree on every size they share (each may store only the sizes it
     uses; the others keep their values from ``sizes``); otherwise ``sizes`` and the active profile.
-
-    A chapter whose tables are built from its sizes (not from each result's ``params``) adopts them
-    once, at the top, and then asks for each experiment with ``largest_scale(..., same_units=True)``:
-    its units are then the stored ones and come from the store, and an experiment the store lacks, or
-    holds at other sizes, runs instead of being paired with the wrong results."""
+    ``Experiments`` does the same and keeps the records it read for the results."""
     names = list(names)
     if not names:
         raise ValueError("names must list the chapter's stored experiments, got none")
     profile = active_profile()
     if profile == "paper" or not use_store(profile):
         return sizes, profile
-    records = [read_store(chapter, name, store_dir) for name in names]
+    return _adopted_sizes([read_store(chapter, name, store_dir) for name in names], sizes, profile)
+
+
+def _adopted_sizes(records, sizes: dict, profile: str) -> tuple[dict, str]:
+    """The stored runs' sizes over ``sizes`` when every record exists and they agree; else ``sizes``."""
     if any(record is None or not isinstance(record["sizes"], dict) for record in records):
         return sizes, profile
     stored = {}
@@ -264,6 +271,80 @@ def chapter_sizes(chapter: str, names, sizes: dict, store_dir=None) -> tuple[dic
                 return sizes, profile
             stored[key] = value
     return {**sizes, **stored}, records[0]["provenance"]["profile"]
+
+
+class Experiments:
+    """A chapter's experiments at the largest scale available, its store read once.
+
+    A chapter whose tables are built from its sizes (not from each result's ``params``) declares its
+    stored experiments at the top and adopts their sizes; then each experiment's units are the stored
+    ones and come from the store, and an experiment the store lacks, or holds at other sizes, runs
+    instead of being paired with the wrong results::
+
+        STORED = Experiments("gsm", ["neal", "table-german"], SIZES)
+        SIZES, SCALE = STORED.sizes, STORED.scale      # the stored run's sizes when all are stored
+        values = STORED.values("neal", units, "Neal's Gaussian")
+        STORED.show_provenance("neal")                 # which scale, which commit, whether code changed
+
+    At the paper profile every experiment runs and is written to the store; at ``smoke`` (unless
+    ``MCMC_BOOK_STORE=on``) every experiment runs at the profile's own sizes.
+    """
+
+    def __init__(self, chapter: str, names, sizes: dict, store_dir=None):
+        self.chapter, self.names, self._store_dir = chapter, list(names), store_dir
+        if not self.names:
+            raise ValueError("names must list the chapter's stored experiments, got none")
+        self._records = {}                   # name -> stored record (None: not stored), read once
+        self.results = {}                    # name -> ExperimentResults of this build
+        self.sizes, self.scale = self.stored_sizes(self.names, sizes)
+
+    def _reads_store(self) -> bool:
+        profile = active_profile()
+        return profile != "paper" and use_store(profile)
+
+    def _record(self, name: str):
+        if name not in self._records:
+            self._records[name] = read_store(self.chapter, name, self._store_dir)
+        return self._records[name]
+
+    def stored_sizes(self, names, sizes: dict) -> tuple[dict, str]:
+        """(sizes, scale) adopted from the stored runs of ``names`` alone (see ``chapter_sizes``): for an
+        experiment that may be stored before the others."""
+        if not self._reads_store():
+            return sizes, active_profile()
+        return _adopted_sizes([self._record(name) for name in names], sizes, active_profile())
+
+    def run(self, name: str, units, label: str | None = None, same_units: bool = True, sizes=None,
+            **run_options) -> ExperimentResults:
+        """Experiment ``name``'s results at the largest scale available (``largest_scale``; its sizes are
+        stored as ``sizes``, by default the chapter's), kept for ``show_provenance`` and ``wall_seconds``."""
+        if label is not None:
+            run_options["label"] = label
+        result = _largest_scale(self.chapter, name, list(units), self.sizes if sizes is None else sizes,
+                                self._store_dir, same_units, lambda: self._record(name), run_options)
+        self.results[name] = result
+        return result
+
+    def values(self, name: str, units, label: str | None = None, **run_options) -> list:
+        """The unit results alone (``run(...).values``), in the order of ``units``."""
+        return self.run(name, units, label, **run_options).values
+
+    def wall_seconds(self, name: str) -> float:
+        """Wall time of the run that produced ``name``'s results (the stored run's, or this build's)."""
+        return self.results[name].record["wall_seconds"]
+
+    def provenance(self, *names: str) -> str:
+        """One "Source" line per experiment, for the page (Markdown)."""
+        missing = [name for name in names if name not in self.results]
+        if missing or not names:
+            raise ValueError(f"names must be experiments run by this Experiments, got {list(names)}"
+                             f"{f' (not run: {missing})' if missing else ''}")
+        return "\n\n".join(f"*Source{f' ({name})' if len(names) > 1 else ''}: {self.results[name].provenance}*"
+                            for name in names)
+
+    def show_provenance(self, *names: str) -> None:
+        from IPython.display import Markdown, display
+        display(Markdown(self.provenance(*names)))
 
 
 def _from_store(record, units, path) -> ExperimentResults:

@@ -42,11 +42,13 @@ or a raw chain of millions of draws: results are cached, and paper-profile ones 
 
 - the function's module, qualified name and source; the sources of the notebook-level functions and
   classes it reaches through its globals (transitively: anything not from an installed package or
-  from mcmc_lib); the values of the globals it reads (hashed by their pickle);
+  from mcmc_lib); the values of the globals it reads (numbers, strings, arrays and containers of them
+  by their contents, other objects by their pickle);
 - the parameters and the seed;
-- the sources of mcmc_lib: every module, except generated ``mcmc_lib/methods/<chapter>.py`` modules
-  that the unit cannot reach (found from its globals and the modules' imports); and the versions
-  of Python, numpy and scipy.
+- the sources of the mcmc_lib modules the unit reaches (through its globals, the imports in its
+  functions' bodies, and the classes of the objects it reads) and of every mcmc_lib module those
+  import, transitively: editing a module no unit runs (the store, the claims, the book's helpers)
+  recomputes nothing; and the versions of Python, numpy and scipy.
 
 So a change to the unit, to a helper it calls, to a global it reads, or to mcmc_lib recomputes the
 unit; anything else loads it. An interrupted run resumes with the units it had not finished. What
@@ -56,6 +58,7 @@ modules. ``rm -rf _build/cache/units`` (or ``make clean``) empties the cache.
 """
 from __future__ import annotations
 
+import base64
 import dis
 import hashlib
 import importlib.metadata
@@ -158,33 +161,37 @@ _ARRAY_KINDS = "biufU"               # bool, int, unsigned, float, str: exact th
 _MARKERS = ("__ndarray__", "__tuple__", "__numpy__")
 
 
-def encode(value, where: str = "value", convert: bool = True):
+def encode(value, where: str = "value", convert: bool = True, compact: bool = False):
     """``value`` as plain JSON types, numpy arrays, numpy scalars and tuples marked so that ``decode``
-    restores them exactly. With ``convert=False`` only checks. ValueError names ``where`` the value
-    that JSON cannot hold sits."""
+    restores them exactly. With ``convert=False`` only checks. With ``compact=True`` numeric arrays of
+    ``COMPACT_SIZE`` or more elements are written as base64 of their bytes (about half the length of
+    their decimals; the store's results). ValueError names ``where`` the value that JSON cannot hold sits."""
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, (np.generic, np.ndarray)):
-        return _encode_numpy(value, where, convert)
+        return _encode_numpy(value, where, convert, compact)
     if isinstance(value, (int, float)):
         return value
     if isinstance(value, tuple):
-        items = [encode(item, f"{where}[{i}]", convert) for i, item in enumerate(value)]
+        items = [encode(item, f"{where}[{i}]", convert, compact) for i, item in enumerate(value)]
         return {"__tuple__": items} if convert else None
     if isinstance(value, list):
-        items = [encode(item, f"{where}[{i}]", convert) for i, item in enumerate(value)]
+        items = [encode(item, f"{where}[{i}]", convert, compact) for i, item in enumerate(value)]
         return items if convert else None
     if isinstance(value, dict):
         for key in value:
             if not isinstance(key, str) or key in _MARKERS:
                 raise ValueError(f"{where} has the key {key!r}: keys must be str (and not {_MARKERS})")
-        items = {key: encode(item, f"{where}[{key!r}]", convert) for key, item in value.items()}
+        items = {key: encode(item, f"{where}[{key!r}]", convert, compact) for key, item in value.items()}
         return items if convert else None
     raise ValueError(f"{where} has type {type(value).__name__}, which is not JSON-like: use None, bool, "
                      f"int, float, str, lists, tuples, dicts with str keys, numpy arrays or scalars")
 
 
-def _encode_numpy(value, where, convert):
+COMPACT_SIZE = 16
+
+
+def _encode_numpy(value, where, convert, compact=False):
     if value.dtype.kind not in _ARRAY_KINDS:
         raise ValueError(f"{where} is numpy data of dtype {value.dtype}: only bool, int, float and str "
                          f"dtypes are JSON-like")
@@ -192,6 +199,10 @@ def _encode_numpy(value, where, convert):
         return None
     if isinstance(value, np.generic):
         return {"__numpy__": value.item(), "dtype": value.dtype.str}
+    if compact and value.dtype.kind in "biuf" and value.size >= COMPACT_SIZE:
+        little = value.astype(value.dtype.newbyteorder("<"), copy=False)
+        return {"__ndarray__": base64.b64encode(np.ascontiguousarray(little).tobytes()).decode("ascii"),
+                "dtype": little.dtype.str, "shape": list(value.shape)}
     return {"__ndarray__": value.tolist(), "dtype": value.dtype.str, "shape": list(value.shape)}
 
 
@@ -202,7 +213,10 @@ def decode(value):
     if not isinstance(value, dict):
         return value
     if "__ndarray__" in value:
-        return np.array(value["__ndarray__"], dtype=np.dtype(value["dtype"])).reshape(value["shape"])
+        data, dtype = value["__ndarray__"], np.dtype(value["dtype"])
+        if isinstance(data, str):                # compact: base64 of the bytes
+            return np.frombuffer(base64.b64decode(data), dtype=dtype).reshape(value["shape"]).copy()
+        return np.array(data, dtype=dtype).reshape(value["shape"])
     if "__numpy__" in value:
         return np.dtype(value["dtype"]).type(value["__numpy__"])
     if "__tuple__" in value:
@@ -264,7 +278,7 @@ class _HashPickler(pickle.Pickler):
         if plain:
             name = obj.__name__ if isinstance(obj, types.ModuleType) else getattr(obj, "__module__", None)
             if is_library_module(name):
-                self._fingerprint.note_library(name)
+                self._fingerprint.note_library(name, obj if isinstance(obj, types.ModuleType) else None)
                 if isinstance(obj, types.ModuleType):
                     return _hashed, ("module", name)
                 return NotImplemented                # pickled by reference: module and name
@@ -294,25 +308,44 @@ _CLASS_SKIP = {"__dict__", "__weakref__", "__module__", "__qualname__", "__doc__
                "__dataclass_fields__", "__dataclass_params__", "__match_args__", "__slots__"}
 
 
+def _is_plain_scalar(value) -> bool:
+    return value is None or type(value) in (bool, int, float, str, bytes)
+
+
 class Fingerprint:
-    """The fingerprint of notebook-level code, and the generated method modules it reaches."""
+    """The fingerprint of notebook-level code, and the mcmc_lib modules it reaches."""
 
     def __init__(self):
         self._digests = {}           # id(obj) -> digest (a placeholder while visiting: recursion)
         self._alive = []             # keeps visited objects alive, so ids stay unique
-        self.methods = set()         # stems of mcmc_lib/methods/<stem>.py reached
-        self.all_methods = False     # reached something that may import any of them
+        self._open = set()           # ids of containers being hashed (a cycle ends there)
+        self.library_modules = set()  # mcmc_lib modules reached: their imports are followed when hashing
+        self.all_library = False     # reached something that may use any of mcmc_lib
 
-    def note_library(self, module_name):
-        if module_name == "mcmc_lib.methods":
-            self.all_methods = True
-        elif module_name and module_name.startswith("mcmc_lib.methods."):
-            self.methods.add(module_name.split(".")[2])
+    def note_library(self, module_name, module=None):
+        """Record that the code reaches ``module_name`` (a function's or class's module, or a module
+        object). A package reached as an object (``import mcmc_lib``, ``from mcmc_lib import methods``)
+        gives attribute access to any submodule: then all of mcmc_lib counts."""
+        if not module_name or not (module_name == "mcmc_lib" or module_name.startswith("mcmc_lib.")):
+            return
+        if module is not None and hasattr(module, "__path__"):
+            self.all_library = True
+        self.library_modules.add(module_name)
 
     def value(self, obj, where: str) -> str:
-        """Digest of anything a unit uses: functions and classes by source, data by its pickle."""
+        """Digest of anything a unit uses: functions and classes by source; numbers, strings, numpy arrays
+        and the lists, tuples, dicts and sets of them by their contents (whatever objects they share, and
+        whatever the order of a set); other objects by their pickle."""
         if isinstance(obj, (types.FunctionType, type, types.ModuleType)):
             return self._memoised(obj)
+        if _is_plain_scalar(obj):
+            return _sha(repr((type(obj).__name__, obj)))
+        if isinstance(obj, (np.ndarray, np.generic)) and obj.dtype.kind in "biufcSU":
+            array = np.ascontiguousarray(obj)
+            return _sha(repr(("ndarray" if isinstance(obj, np.ndarray) else "numpy", array.dtype.str, array.shape))
+                        .encode() + array.tobytes())
+        if isinstance(obj, (list, tuple, dict, set, frozenset)):
+            return self._container(obj, where)
         buffer = io.BytesIO()
         try:
             _HashPickler(buffer, self).dump(obj)
@@ -321,6 +354,25 @@ class Fingerprint:
                              f"Build it inside the unit, or pass what defines it as a parameter") from error
         return _sha(buffer.getvalue())
 
+    def _container(self, obj, where: str) -> str:
+        kind = type(obj).__name__
+        if isinstance(obj, (list, tuple)) and all(map(_is_plain_scalar, obj)):
+            return _sha(repr((kind, [(type(item).__name__, item) for item in obj])))     # fast path
+        if id(obj) in self._open:
+            return _sha(f"cycle {kind}")
+        self._open.add(id(obj))
+        try:
+            if isinstance(obj, dict):
+                parts = [(self.value(key, f"a key of {where}"), self.value(item, f"{where}[{key!r}]"))
+                         for key, item in obj.items()]
+            elif isinstance(obj, (set, frozenset)):
+                parts = sorted(self.value(item, f"an element of {where}") for item in obj)
+            else:
+                parts = [self.value(item, f"{where}[{i}]") for i, item in enumerate(obj)]
+        finally:
+            self._open.discard(id(obj))
+        return _sha(repr((kind, parts)))
+
     def _memoised(self, obj) -> str:
         if id(obj) in self._digests:
             return self._digests[id(obj)]
@@ -328,7 +380,7 @@ class Fingerprint:
         qualname = getattr(obj, "__qualname__", obj.__name__)
         self._alive.append(obj)
         if is_library_module(name):
-            self.note_library(name)
+            self.note_library(name, obj if isinstance(obj, types.ModuleType) else None)
             digest = _sha(f"library {name} {qualname}")
         else:
             self._digests[id(obj)] = _sha(f"visiting {name} {qualname}")
@@ -343,6 +395,7 @@ class Fingerprint:
             parts = [inspect.getsource(fn.__code__)]   # its own code: a decorator's wrapper is not unwrapped
         except (OSError, TypeError):             # made by exec (dataclass methods): no file to read
             parts = [_code_digest(fn.__code__)]
+        self._note_imports(fn.__code__)
         for name in sorted(_global_names(fn.__code__)):
             if name in fn.__globals__:
                 parts.append(f"{name}={self.value(fn.__globals__[name], f'global {name!r} of {fn.__qualname__}')}")
@@ -352,6 +405,22 @@ class Fingerprint:
         if hasattr(fn, "__wrapped__"):
             parts.append(self.value(fn.__wrapped__, f"the function {fn.__qualname__} wraps"))
         return parts
+
+    def _note_imports(self, code):
+        """mcmc_lib modules imported inside a function (``from mcmc_lib.x import y`` in its body)."""
+        module = None
+        for ins in dis.get_instructions(code):
+            if ins.opname == "IMPORT_NAME":
+                module = ins.argval if str(ins.argval).split(".")[0] == "mcmc_lib" else None
+                if module is not None:
+                    self.note_library(module)
+                    if module == "mcmc_lib":
+                        self.all_library = True        # ``import mcmc_lib`` then attribute access
+            elif ins.opname == "IMPORT_FROM" and module is not None:
+                self.note_library(f"{module}.{ins.argval}")
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                self._note_imports(const)
 
     def _class(self, cls) -> list:
         parts = [self.value(base, f"a base of {cls.__qualname__}") for base in cls.__bases__]
@@ -368,7 +437,7 @@ class Fingerprint:
         return parts
 
     def _module(self, module) -> list:
-        self.all_methods = True                  # its imports are not followed: assume it reaches any
+        self.all_library = True                  # its imports are not followed: assume it reaches any
         try:
             return [inspect.getsource(module)]
         except (OSError, TypeError) as error:
@@ -393,70 +462,60 @@ def _module_name(path: Path, package_dir: Path) -> str:
     return ".".join(["mcmc_lib"] + parts)
 
 
-def _imported_methods(path: Path, package_dir: Path) -> set | None:
-    """Stems of mcmc_lib.methods modules a file imports; None when it imports the package as a whole."""
+def _imports(path: Path, package_dir: Path, known) -> set:
+    """The mcmc_lib modules (among ``known``) a source file imports, anywhere in it (function bodies too)."""
     import ast
 
-    text = path.read_text()
-    if "methods" not in text:                    # cannot name the package: skip parsing (slow)
-        return set()
     module = _module_name(path, package_dir)
     package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
     found = set()
-    for node in ast.walk(ast.parse(text, str(path))):
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
+            found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             base = ".".join(package[:len(package) - node.level + 1]) if node.level else ""
             stem = ".".join(filter(None, [base, node.module or ""]))
-            names = [f"{stem}.{alias.name}" for alias in node.names]
-        else:
-            continue
-        for name in names:
-            if name in ("mcmc_lib.methods", "mcmc_lib.methods.*"):
-                return None
-            if name.startswith("mcmc_lib.methods."):
-                found.add(name.split(".")[2])
-    return found
+            found.add(stem)
+            found.update(f"{stem}.{alias.name}" for alias in node.names)   # a submodule, if it is one
+    return found & known
 
 
 @lru_cache(maxsize=64)
-def _library_sources(package_dir: Path, signature: tuple) -> tuple:
-    """(core files, {stem: methods file}, {stem: stems it imports}, core imports methods)."""
-    files = sorted(package_dir.rglob("*.py"))
-    methods = {p.stem: p for p in files if p.parent.name == "methods" and p.parent.parent == package_dir
-               and p.name != "__init__.py"}
-    core = [p for p in files if p not in methods.values()]
-    imports = {stem: _imported_methods(path, package_dir) for stem, path in methods.items()}
-    core_reaches = any(_imported_methods(path, package_dir) != set() for path in core)
-    return core, methods, imports, core_reaches
+def _library_graph(package_dir: Path, signature: tuple) -> tuple[dict, dict]:
+    """({module name: file}, {module name: the mcmc_lib modules it imports}) of the package's sources."""
+    files = {_module_name(path, package_dir): path for path in sorted(package_dir.rglob("*.py"))}
+    known = frozenset(files)
+    return files, {name: _imports(path, package_dir, known) for name, path in files.items()}
 
 
-def _methods_closure(stems, methods, imports):
-    """The method modules reachable from ``stems`` through their imports; None for all of them."""
-    reached, todo = set(), list(stems)
-    while todo:
-        stem = todo.pop()
-        if stem in reached or stem not in methods:
-            continue
-        if imports[stem] is None:
-            return None
-        reached.add(stem)
-        todo.extend(imports[stem])
-    return reached
-
-
-def library_code_hash(methods=None, package_dir: Path = PACKAGE_DIR) -> str:
-    """sha256 of mcmc_lib's sources: every module outside ``methods/``, and the generated method modules
-    named in ``methods`` with those they import (all of them when ``methods`` is None, or when a core
-    module imports one: then the exclusion would not be safe)."""
+def library_closure(modules, package_dir: Path = PACKAGE_DIR) -> list[str]:
+    """``modules`` and every mcmc_lib module they import, transitively, sorted (every module of the
+    package when ``modules`` is None)."""
     package_dir = Path(package_dir)
     signature = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in sorted(package_dir.rglob("*.py")))
-    core, modules, imports, core_reaches = _library_sources(package_dir, signature)
-    chosen = None if methods is None or core_reaches else _methods_closure(methods, modules, imports)
-    files = core + [path for stem, path in sorted(modules.items()) if chosen is None or stem in chosen]
+    files, imports = _library_graph(package_dir, signature)
+    if modules is None:
+        return sorted(files)
+    reached, todo = set(), [name for name in modules if name in files]
+    while todo:
+        name = todo.pop()
+        if name not in reached:
+            reached.add(name)
+            todo.extend(imports[name] - reached)
+    return sorted(reached)
+
+
+def library_code_hash(modules=None, package_dir: Path = PACKAGE_DIR) -> str:
+    """sha256 of the sources of the mcmc_lib modules ``modules`` (dotted names) and of every mcmc_lib
+    module they import, transitively; of all of mcmc_lib when ``modules`` is None. A unit's cache key
+    and a stored run's provenance use the modules its code reaches, so that editing a module no unit
+    runs (the store, the claims, the book's helpers) leaves cached and stored results current."""
+    package_dir = Path(package_dir)
+    files, _ = _library_graph(package_dir, tuple(
+        (str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in sorted(package_dir.rglob("*.py"))))
     digest = hashlib.sha256()
-    for path in sorted(files):
+    for name in library_closure(modules, package_dir):
+        path = files[name]
         digest.update(path.relative_to(package_dir).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
@@ -473,18 +532,18 @@ def environment() -> dict:
 
 
 def function_fingerprint(fn) -> tuple[str, frozenset | None]:
-    """(digest of a unit's function and of the notebook-level code it reaches, the generated method
-    modules it reaches: None when it may reach any)."""
+    """(digest of a unit's function and of the notebook-level code it reaches, the mcmc_lib modules it
+    reaches directly: None when it may reach any)."""
     fingerprint = Fingerprint()
     digest = fingerprint.value(fn, f"the unit function {function_name(fn)}")
-    return digest, None if fingerprint.all_methods else frozenset(fingerprint.methods)
+    return digest, None if fingerprint.all_library else frozenset(fingerprint.library_modules)
 
 
 def function_code(fn) -> tuple[str, str]:
     """(digest of a unit's function and the notebook-level code it reaches, hash of the mcmc_lib code
     it may run)."""
-    digest, methods = function_fingerprint(fn)
-    return digest, library_code_hash(methods)
+    digest, modules = function_fingerprint(fn)
+    return digest, library_code_hash(modules)
 
 
 def unit_keys(units) -> list[str]:

@@ -7,7 +7,10 @@ import hashlib
 import json
 import linecache
 import os
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +18,8 @@ import pytest
 from mcmc_lib import store, units
 from mcmc_lib.units import Unit, run_units
 from mcmc_lib.units import run_with_stats as run
+
+ROOT = Path(__file__).resolve().parent.parent
 
 TRIAL = '''
 def trial(seed, n, scale, counter=None):
@@ -212,28 +217,68 @@ def test_a_change_in_mcmc_lib_invalidates(cache_dir, monkeypatch):
     assert run(unit_list, cache=cache_dir)[1].n_cached == 0
 
 
-def test_library_hash_covers_the_method_modules_a_unit_can_reach(tmp_path):
+def test_library_hash_covers_the_modules_a_unit_reaches_and_their_imports(tmp_path):
     package = tmp_path / "mcmc_lib"
     (package / "methods").mkdir(parents=True)
-    files = {"__init__.py": "", "core.py": "X = 1\n", "methods/__init__.py": "", "methods/a.py": "A = 1\n",
-             "methods/b.py": "B = 1\n", "methods/c.py": "from mcmc_lib.methods.b import B\n"}
+    files = {"__init__.py": "", "core.py": "X = 1\n", "report.py": "from .core import X\n",
+             "methods/__init__.py": "", "methods/a.py": "from mcmc_lib.core import X\n",
+             "methods/b.py": "B = 1\n", "methods/c.py": "def f():\n    from mcmc_lib.methods.b import B\n"}
     for name, text in files.items():
         (package / name).write_text(text)
-    before = {m: units.library_code_hash(m, package) for m in (None, frozenset("a"), frozenset("c"))}
+    chosen = (None, frozenset({"mcmc_lib.methods.a"}), frozenset({"mcmc_lib.methods.c"}))
+    assert units.library_closure(chosen[2], package) == ["mcmc_lib.methods.b", "mcmc_lib.methods.c"]
+    before = {m: units.library_code_hash(m, package) for m in chosen}
     (package / "methods/b.py").write_text("B = 2\n")
-    after = {m: units.library_code_hash(m, package) for m in before}
-    assert after[frozenset("a")] == before[frozenset("a")]    # a does not reach b
-    assert after[frozenset("c")] != before[frozenset("c")]    # c imports b
+    after = {m: units.library_code_hash(m, package) for m in chosen}
+    assert after[chosen[1]] == before[chosen[1]]             # a does not reach b
+    assert after[chosen[2]] != before[chosen[2]]             # c imports b (inside a function)
     assert after[None] != before[None]
-    (package / "core.py").write_text("X = 2\n")
-    assert units.library_code_hash(frozenset("a"), package) != after[frozenset("a")]
+    (package / "report.py").write_text("from .core import X\nY = 2\n")    # a module no unit runs
+    assert units.library_code_hash(chosen[1], package) == after[chosen[1]]
+    (package / "core.py").write_text("X = 2\n")                           # a imports core
+    assert units.library_code_hash(chosen[1], package) != after[chosen[1]]
 
 
-def test_a_unit_reaches_the_method_modules_it_uses():
+def test_the_real_library_hash_leaves_out_the_reporting_modules():
+    reached = units.library_closure({"mcmc_lib.methods.gsm"})
+    assert {"mcmc_lib.methods.gsm", "mcmc_lib.samplers.base", "mcmc_lib.validation"} <= set(reached)
+    assert not {"mcmc_lib.store", "mcmc_lib.claims", "mcmc_lib.regression", "mcmc_lib.book",
+                "mcmc_lib.literate", "mcmc_lib.units", "mcmc_lib.methods.kmc"} & set(reached)
+
+
+def test_a_unit_reaches_the_modules_it_uses():
     namespace = cell("import mcmc_lib.methods.gsm as gsm\ndef unit(seed):\n    return gsm.__name__\n")
-    assert units.function_fingerprint(namespace["unit"])[1] == {"gsm"}
+    assert units.function_fingerprint(namespace["unit"])[1] == {"mcmc_lib.methods.gsm"}
+    inside = cell("def unit(seed):\n    from mcmc_lib.diagnostics import ess\n    return ess\n")
+    assert units.function_fingerprint(inside["unit"])[1] == {"mcmc_lib.diagnostics", "mcmc_lib.diagnostics.ess"}
+    target = cell("from mcmc_lib.targets import Gaussian\nTARGET = Gaussian(np.ones(2))\n"
+                  "def unit(seed):\n    return TARGET.dim\n")
+    assert "mcmc_lib.targets" in units.function_fingerprint(target["unit"])[1]   # the class of a global
+    whole = cell("import mcmc_lib\ndef unit(seed):\n    return mcmc_lib.__name__\n")
+    assert units.function_fingerprint(whole["unit"])[1] is None
     plain = cell("def unit(seed):\n    return seed\n")
     assert units.function_fingerprint(plain["unit"])[1] == frozenset()
+
+
+def test_shared_data_is_hashed_by_its_contents():
+    digest = lambda value: units.Fingerprint().value(value, "a global")
+    array = np.arange(6.0)
+    assert digest({"a": array, "b": array}) == digest({"a": array, "b": array.copy()})   # sharing is not content
+    assert digest([array, 1]) != digest([array + 1, 1])
+    assert digest((1, 2)) != digest([1, 2]) and digest(1) != digest(1.0) != digest(True)
+    loop = [1]
+    loop.append(loop)
+    assert digest(loop) == digest(loop)                         # a cycle ends, deterministically
+
+
+def test_a_set_hashes_the_same_in_every_process():
+    """A set's order (and so its pickle) depends on the process's string-hash seed; its digest must not."""
+    script = ("from mcmc_lib.units import Fingerprint; "
+              "print(Fingerprint().value({'alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta'}, 'a set'))")
+    digests = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                              cwd=ROOT, env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout
+               for seed in (1, 2, 3)}
+    assert len(digests) == 1
 
 
 # ---------------------------------------------------------------- interrupted runs resume
@@ -242,6 +287,8 @@ def test_a_unit_reaches_the_method_modules_it_uses():
 def test_interrupted_run_resumes_without_recomputing(tmp_path, cache_dir):
     namespace = cell(TRIAL + '''
 import os
+import subprocess
+import sys
 def fragile(seed, n, scale, counter, flag, fail_at):
     if seed[1] == fail_at and os.path.exists(flag):
         raise RuntimeError("interrupted")
@@ -337,6 +384,22 @@ def test_json_like_values_round_trip_exactly():
              "tuple": (1, (2.5, "x"), None), "special": [float("nan"), float("inf"), -0.0, 10 ** 30]}
     text = json.dumps(units.encode(value))
     assert_identical(units.decode(json.loads(text)), value)
+
+
+def test_compact_encoding_round_trips_exactly_and_is_shorter():
+    rng = np.random.default_rng(3)
+    value = {"f64": rng.normal(size=(40, 3)), "big_endian": rng.normal(size=20).astype(">f8"),
+             "strided": rng.normal(size=(8, 8))[:, ::2], "int": np.arange(-20, 20), "bool": rng.random(30) < 0.5,
+             "small": np.linspace(0, 1, 5), "str": np.array(["a"] * 20), "special": np.array([np.nan, np.inf] * 10)}
+    compact = json.dumps(units.encode(value, compact=True))
+    decoded = units.decode(json.loads(compact))
+    for key, array in value.items():
+        assert decoded[key].shape == array.shape and decoded[key].dtype.kind == array.dtype.kind
+        np.testing.assert_array_equal(decoded[key], array)
+        assert decoded[key].flags.writeable
+    assert isinstance(json.loads(compact)["f64"]["__ndarray__"], str)            # base64
+    assert isinstance(json.loads(compact)["small"]["__ndarray__"], list)         # few values stay readable
+    assert len(compact) < 0.7 * len(json.dumps(units.encode(value)))
 
 
 # ---------------------------------------------------------------- the paper-profile store
@@ -446,6 +509,47 @@ def test_a_chapter_adopts_the_stored_sizes_only_when_every_experiment_is_stored(
     assert store.chapter_sizes("demo", ["first"], default_sizes, store_dir=options["store_dir"])[1] == "smoke"
     with pytest.raises(ValueError, match="names"):
         store.chapter_sizes("demo", [], default_sizes)
+
+
+def test_experiments_read_the_store_once_and_show_where_results_came_from(tmp_path, cache_dir, monkeypatch):
+    trial = cell(TRIAL)["trial"]
+    store_dir = tmp_path / "paper"
+    paper_sizes, default_sizes = {"count": 3}, {"count": 2}
+
+    def units_at(sizes):
+        return make_units(trial, count=sizes["count"])
+
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "paper")
+    at_paper = store.Experiments("demo", ["first", "second"], paper_sizes, store_dir=store_dir)
+    assert (at_paper.sizes, at_paper.scale) == (paper_sizes, "paper")
+    stored = {name: at_paper.values(name, units_at(paper_sizes), cache=cache_dir, jobs=1)
+              for name in ("first", "second")}
+    assert "written to the store" in at_paper.provenance("first")
+
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "default")
+    reads = []
+    original = store.read_store
+    monkeypatch.setattr(store, "read_store", lambda *args, **kwargs: reads.append(args) or original(*args, **kwargs))
+    chapter = store.Experiments("demo", ["first", "second"], default_sizes, store_dir=store_dir)
+    assert (chapter.sizes, chapter.scale) == (paper_sizes, "paper")
+    shown = chapter.values("first", units_at(chapter.sizes), "the first experiment")
+    assert_identical(shown, stored["first"])
+    assert chapter.results["first"].source == "store" and len(reads) == 2       # each record read once
+    assert chapter.wall_seconds("first") == chapter.results["first"].record["wall_seconds"]
+    assert chapter.provenance("first").startswith("*Source: Paper-profile results from the committed store")
+    chapter.values("second", units_at(chapter.sizes))
+    assert "*Source (first):" in chapter.provenance("first", "second")
+    with pytest.raises(ValueError, match="not run"):
+        chapter.provenance("third")
+    chapter.values("second", units_at(default_sizes), cache=cache_dir, jobs=1)
+    assert chapter.results["second"].source == "run"                          # other units never take stored results
+    with pytest.raises(ValueError, match="names"):
+        store.Experiments("demo", [], default_sizes)
+
+    (store_dir / "demo" / "second.json").unlink()
+    partial = store.Experiments("demo", ["first", "second"], default_sizes, store_dir=store_dir)
+    assert (partial.sizes, partial.scale) == (default_sizes, "default")
+    assert partial.stored_sizes(["first"], default_sizes) == (paper_sizes, "paper")
 
 
 def test_projected_wall_time_shares_units_over_workers():
