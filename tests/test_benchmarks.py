@@ -45,6 +45,21 @@ def test_target_floor_rows_hold_a_ratio_to_the_matrix_products(make_target, floo
     assert row["floor"] == floor and row["n_chains"] == 3 and row["dim"] == target.dim
     assert row["logp_and_grad_microseconds"] > 0 and row["floor_microseconds"] > 0
     assert np.isfinite(row["floor_ratio"]) and row["floor_ratio"] > 0
+    is_regression = isinstance(target, targets.LogisticRegression)
+    assert ("floor_with_exp_ratio" in row) == is_regression
+    if is_regression:
+        assert row["floor_with_exp_microseconds"] > 0 and np.isfinite(row["floor_with_exp_ratio"])
+
+
+def test_exp_floor_kernel_computes_the_shared_exp():
+    bench = _load_script()
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((40, 3))
+    target = targets.LogisticRegression(X, (rng.uniform(size=40) < 0.5).astype(float))
+    w = rng.standard_normal((2, 3))
+    e, product = bench.exp_floor_kernel(target, w, rng)()
+    np.testing.assert_allclose(e, np.exp(-np.abs(w @ X.T)))
+    assert product.shape == (2, 3) and bench.exp_floor_kernel(targets.neal_gaussian(5), w, rng) is None
 
 
 def test_floor_kernel_computes_the_products_of_the_target():
