@@ -5,11 +5,14 @@ holds every unit's parameters, seed, compute time and result (a summary), and th
 (commit, profile, machine, cores and jobs, date, wall time, a hash of the code). A chapter asks for an
 experiment's results through one call, at every profile::
 
+    STORED = Experiments("kmc", ["fig2", "banana"], SIZES)   # the store read once
+    SIZES = STORED.sizes                  # the stored run's sizes when every experiment is stored
     units = [Unit(trial, dict(n=n, dim=dim), seed=[SEED, i, r])
-             for i, (n, dim) in enumerate(GRID) for r in range(SIZES["repeats"])]
-    fig2 = largest_scale("kmc", "fig2", units, sizes=SIZES)
-    rows = [{**params, **result} for params, result in zip(fig2.params, fig2.values)]
-    display(Markdown(fig2.provenance))    # which scale, which commit, whether the code changed since
+             for i, (n, dim) in enumerate(SIZES["grid"]) for r in range(SIZES["repeats"])]
+    fig2 = STORED.values("fig2", units, "Figure 2")    # fig2[k]: the result of units[k]
+    STORED.show_provenance("fig2")        # which scale, which commit, whether the code changed since
+
+(``largest_scale`` is the same for one experiment on its own, with the results' ``params``.)
 
 - at the ``paper`` profile it runs the units (cached and resumable: ``mcmc_lib.units``) and writes
   the store;
@@ -23,7 +26,7 @@ The results come back with their parameters (``params``, ``seeds``) and the ``si
 at, so a chapter builds its tables from what was run, not from the active profile's sizes.
 
 ``python -m mcmc_lib.store [chapter ...]`` (``make paper``) executes chapters at the paper profile,
-which fills the store: by default every chapter that calls ``largest_scale``.
+which fills the store: by default every chapter that uses ``Experiments`` or ``largest_scale``.
 """
 from __future__ import annotations
 
@@ -392,8 +395,9 @@ def _describe_run(provenance, path, written) -> str:
 
 
 def chapters_using_store(book_dir: Path) -> list[str]:
-    """Chapters whose source calls largest_scale (and so fill the store at the paper profile)."""
-    return [p.stem for p in sorted(book_dir.glob("*.md")) if "largest_scale(" in p.read_text()]
+    """Chapters whose source calls Experiments or largest_scale (and so fill the store at the paper profile)."""
+    calls = re.compile(r"\b(Experiments|largest_scale)\(")
+    return [p.stem for p in sorted(book_dir.glob("*.md")) if calls.search(p.read_text())]
 
 
 def execute_chapter(chapter: Path, out_dir: Path) -> bool:

@@ -13,7 +13,7 @@ their results in the order of the list::
              for i, (n, dim) in enumerate(GRID) for r in range(SIZES["repeats"])]
     results = run_units(units, label="Figure 2")  # results[k] is trial(seed=..., **params) of units[k]
 
-The function is called as ``fn(seed=seed, **params)``. ``mcmc_lib.store.largest_scale`` wraps this
+The function is called as ``fn(seed=seed, **params)``. ``mcmc_lib.store.Experiments`` wraps this
 for a chapter: paper-profile results from the committed store where they exist, with provenance.
 
 **Where units run.** On the local cores through joblib's loky processes; ``MCMC_BOOK_JOBS`` sets how

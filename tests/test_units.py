@@ -459,7 +459,10 @@ def test_write_store_and_read_store(tmp_path, cache_dir):
 def test_chapters_using_the_store_are_found(tmp_path):
     (tmp_path / "a.md").write_text("fig = largest_scale('a', 'fig', units)\n")
     (tmp_path / "b.md").write_text("no experiments here\n")
-    assert store.chapters_using_store(tmp_path) == ["a"]
+    (tmp_path / "c.md").write_text("STORED = Experiments('c', ['fig'], SIZES)\n")
+    assert store.chapters_using_store(tmp_path) == ["a", "c"]
+    real = store.chapters_using_store(Path(__file__).resolve().parent.parent / "book")
+    assert {"gsm", "kmc", "mamba", "mcma", "nonrev_u"} <= set(real)
 
 
 def test_make_help_lists_every_target():
