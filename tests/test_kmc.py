@@ -443,3 +443,34 @@ def test_non_finite_densities_are_rejections():
     result = run(sampler, np.full((4, 2), 0.5), n_warmup=0, n_samples=500, rng=rng)
     assert np.all(result.samples[..., 0] > 0) and np.all(np.isfinite(result.logp))
     assert result.n_nonfinite.sum() > 0
+
+
+def test_surrogate_fitted_to_a_narrow_history_is_steep_and_rejects_more():
+    """The Glass diagnosis (sec-kmc-glass-diagnosis) at small size: with the same (sigma, lambda), chosen by CV
+    on benchmark samples as for the oracle surrogate, a lite surrogate fitted to a history drawn from a narrower
+    region (a chain that moved in small steps) has steeper gradients at benchmark points than one fitted to
+    benchmark samples, and its trajectories, started at benchmark points, are accepted less often at the same
+    step size: the loop in which the step-size adaptation then shrinks the steps."""
+    rng = np.random.default_rng(16)
+    d, n, width = 9, 200, 0.3                       # Glass's dimension; the history spans 0.3 of the benchmark
+    target = T.Gaussian(np.eye(d))
+    bench, history = rng.standard_normal((n, d)), width * rng.standard_normal((n, d))
+    points = rng.standard_normal((100, d))          # held-out benchmark points
+    sigmas = 2.0 ** np.arange(-2, 8)
+    sigma = sigmas[int(np.argmin([K.cv_objective_lite(bench, s, 1e-3, np.random.default_rng(1)) for s in sigmas]))]
+    lam = 1e-3
+    alpha_bench, alpha_narrow = K.fit_lite(bench, sigma, lam), K.fit_lite(history, sigma, lam)
+    g_bench = K.lite_grad(points, bench, alpha_bench, sigma)
+    g_narrow = K.lite_grad(points, history, alpha_narrow, sigma)
+    ratio = np.linalg.norm(g_narrow, axis=1) / np.linalg.norm(g_bench, axis=1)
+    assert np.median(ratio) > 3.0, np.median(ratio)      # the exact scores differ by 1 / width^2 = 11
+    assert np.mean(ratio > 1.0) > 0.9
+    # the same trajectories (start, momentum, steps) under each surrogate, accepted with the true target
+    p0 = rng.standard_normal((100, d))
+    steps, n_steps = np.full(100, 0.3), np.full(100, 10)
+    accept = {}
+    for name, Z, alpha in (("bench", bench, alpha_bench), ("narrow", history, alpha_narrow)):
+        q, p = K.surrogate_leapfrog(lambda x: K.lite_grad(x, Z, alpha, sigma), points, p0, steps, n_steps)
+        log_ratio = (target.logp(q) - 0.5 * np.sum(p**2, axis=1)) - (target.logp(points) - 0.5 * np.sum(p0**2, axis=1))
+        accept[name] = np.minimum(1.0, np.exp(log_ratio))
+    assert accept["narrow"].mean() < accept["bench"].mean() - 0.3, accept
