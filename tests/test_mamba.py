@@ -64,19 +64,40 @@ def test_successive_halving_nonfinite_metric_ranks_last():
 # ---------------------------------------------------------------------------------------------
 # Minibatches and gradient estimators
 # ---------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("n_data,batch_size", [(50, 3), (50, 20), (10_000, 30), (200, 200)])
-def test_minibatches_without_replacement_and_uniform(n_data, batch_size):
-    rng = np.random.default_rng(3)
-    idx = np.concatenate([mb.minibatch_indices(rng, n_data, batch_size, 400) for _ in range(25)])
-    assert idx.shape == (10_000, batch_size)
+def _stream_batches(n_data, batch_size, n_chains, n_batches, seed=3):
+    rng = np.random.default_rng(seed)
+    stream = mb.MinibatchStream(n_data, batch_size, n_chains)
+    return np.stack([stream.next(rng) for _ in range(n_batches)], axis=1), stream   # (c, steps, n)
+
+
+@pytest.mark.parametrize("n_data,batch_size", [(50, 3), (50, 20), (50, 50), (60, 20), (10_000, 30),
+                                               (200, 199), (7, 4)])
+def test_minibatch_stream_uses_every_row_once_per_epoch_without_replacement(n_data, batch_size):
+    """Each chain's minibatches, end to end, are consecutive permutations of the rows (one per epoch),
+    and no minibatch repeats a row, not even one that straddles two epochs."""
+    n_epochs = 5
+    n_batches = -(-n_epochs * n_data // batch_size)
+    idx, stream = _stream_batches(n_data, batch_size, 40, n_batches)
+    assert idx.shape == (40, n_batches, batch_size)
     assert np.all((idx >= 0) & (idx < n_data))
-    srt = np.sort(idx, axis=1)
-    assert not np.any(srt[:, 1:] == srt[:, :-1]), "a minibatch holds a repeated index"
-    if n_data <= 200:
-        counts = np.bincount(idx.ravel(), minlength=n_data)
-        expected = idx.size / n_data
-        sd = np.sqrt(expected * (1 - batch_size / n_data))
-        assert np.max(np.abs(counts - expected)) < 5 * sd + 1e-9
+    flat = idx.reshape(40, -1)[:, :n_epochs * n_data].reshape(40, n_epochs, n_data)
+    assert np.all(np.sort(flat, axis=2) == np.arange(n_data)), "an epoch does not use every row exactly once"
+    srt = np.sort(idx, axis=2)
+    assert not np.any(srt[..., 1:] == srt[..., :-1]), "a minibatch holds a repeated index"
+    assert stream.epochs >= n_epochs
+    if n_data < 1000:     # the epochs' permutations differ (fresh per epoch, and per chain)
+        assert not np.all(flat[:, 0] == flat[:, 1]) and not np.all(flat[0] == flat[1])
+
+
+@pytest.mark.parametrize("n_data,batch_size,step", [(50, 20, 2), (50, 20, 3), (200, 200, 1), (60, 7, 8)])
+def test_every_minibatch_is_a_uniform_sample(n_data, batch_size, step):
+    """The minibatch at a given step (for (50, 20) step 2 straddles the first two epochs, step 3 is the
+    first whole one of the second) holds each row with probability n/N, over independent chains."""
+    idx, _ = _stream_batches(n_data, batch_size, 4000, step + 1, seed=[3, step])
+    counts = np.bincount(idx[:, step].ravel(), minlength=n_data)
+    expected = 4000 * batch_size / n_data
+    sd = np.sqrt(expected * (1 - batch_size / n_data)) + 1e-9
+    assert np.max(np.abs(counts - expected)) < 5 * sd
 
 
 def _small_logistic(n=300, d=3, seed=0):
@@ -99,6 +120,27 @@ def test_gradient_estimators_unbiased(cv):
     assert np.isclose(est.cost, (2 if cv else 1) * 15 / 300)
     full = mb.GradientEstimator(target, 300, centre)
     assert np.allclose(full(np.random.default_rng(2), w[None])[0], exact) and full.cost == 1.0
+    # the 21st minibatch of 15 of 300 rows begins the second epoch; the 3rd of 140 straddles two
+    for batch, calls in ((15, 21), (140, 3)):
+        est = mb.GradientEstimator(target, batch, centre)
+        rng = np.random.default_rng([1, batch])
+        for _ in range(calls):
+            g = est(rng, np.tile(w, (20_000, 1)))
+        se = g.std(axis=0) / np.sqrt(len(g))
+        assert np.all(np.abs(g.mean(axis=0) - exact) < 5 * se + 1e-12), batch
+
+
+@pytest.mark.parametrize("cv", [False, True])
+def test_gradient_over_an_epoch_is_the_exact_score(cv):
+    """Every row once per epoch: the mean of the N/n estimates of an epoch at a fixed point is the
+    full-data score exactly (eq-mamba-sg, and eq-mamba-cv with the centre's terms)."""
+    target = _small_logistic()
+    w = np.array([[0.7, -0.2, 0.4], [0.1, 0.3, -0.9]])
+    est = mb.GradientEstimator(target, 20, np.array([0.9, -0.4, 0.2]) if cv else None)
+    rng = np.random.default_rng(4)
+    for _ in range(3):                                   # three epochs of 15 minibatches
+        mean = np.mean([est(rng, w) for _ in range(15)], axis=0)
+        assert np.allclose(mean, target.grad_logp(w), rtol=1e-10, atol=1e-10)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -336,7 +378,7 @@ def test_bad_arguments_raise_value_error_naming_them():
         (lambda: mb.SGConfig("sgmala", 1e-3, 10), "sampler"),
         (lambda: mb.SGConfig("sghmc", 1e-3, 10, 0), "n_leapfrog"),
         (lambda: mb.GradientEstimator(target, 301), "batch_size"),
-        (lambda: mb.minibatch_indices(rng, 10, 11, 2), "batch_size"),
+        (lambda: mb.MinibatchStream(10, 11, 2), "batch_size"),
         (lambda: mb.SGMCMC(target, "sgld-cv", 1e-3, 10), "centre"),
         (lambda: mb.successive_halving(9, lambda a, b, i: np.zeros(len(a)), 1.0, eta=1), "eta"),
         (lambda: mb.successive_halving(9, lambda a, b, i: np.zeros(len(a)), 0.0), "budget"),
@@ -359,8 +401,12 @@ MUTATIONS = {
                         "variance_bias_shrinks and sgld"),
     "missing-N-over-n": ("return (self.n_data / idx.shape[1]) * np.einsum(", "return np.einsum(",
                          "unbiased"),
-    "minibatch-with-replacement": ("for row in repeated:", "for row in repeated[:0]:",
-                                   "without_replacement"),
+    "minibatch-straddle-repeats": ("if len(taken) == 0 or head == 0:", "if True:", "without_replacement"),
+    "minibatch-epoch-overlap": ("            self.pos += n\n", "            self.pos += n - 1\n", "once_per_epoch"),
+    "sgnht-one-thermostat": ("xi = xi + np.add.reduceat(v**2, starts, axis=1) / sizes - h[:, None]",
+                             "xi = xi + np.mean(v**2, axis=1, keepdims=True) - h[:, None]", "thermostat"),
+    "budget-no-ceiling": ("n_steps = max(affordable, min(min_steps, below))", "n_steps = max(affordable, min_steps)",
+                          "exceeds_its_budget"),
     "pmf-missing-scale": ("w = (scale * self.alpha) * resid[..., None]", "w = self.alpha * resid[..., None]",
                           "pmf_logp_and_gradients"),
     "nn-softmax-jacobian": ("delta1 = hidden * (g_hidden - np.sum(g_hidden * hidden, axis=-1, keepdims=True))",
@@ -416,13 +462,22 @@ def test_adaptive_thinning_keeps_enough_draws():
 
 
 def test_every_arm_is_scored_in_every_round():
-    """Expensive arms (a full batch, SGHMC's L gradients per draw) keep draws in every round."""
+    """Arms whose minimum of two steps per round fits in the budget plus one step keep two draws and
+    are scored in every round, even when a round's budget buys less than two steps (SGHMC's L = 5 at a
+    10% batch costs 0.5 a step, r0 = 0.75); arms dearer than that (the full batch: 5 and 10 a step,
+    against R = 3) take what the budget allows and then rank last."""
     target = _small_logistic(n=400)
     configs = mb.make_grid("sghmc", [-2, -2.5, -3], [400, 40, 4], (5, 10))
     result = mb.mamba(target, configs, np.zeros(3), 3.0, np.random.default_rng(4), metric="fssd")
-    assert all(np.isfinite(row["metric"]) for row in result.log if not row["diverged"])
-    assert all(row["kept"] >= 2 for row in result.log)
-    assert any(row["over_budget"] for row in result.log)            # L = 10 at a full batch exceeds r0
+    k = len(result.halving.rounds)
+    for row in result.log:
+        step = row["n_leapfrog"] * row["batch_size"] / 400
+        if (2 * k - 1) * step < 3.0 - 1e-9 and not row["diverged"]:      # its last step starts below R
+            assert np.isfinite(row["metric"]) and row["kept"] >= 2, row
+        if row["batch_size"] == 400:
+            assert row["round"] > 0 or row["steps"] == 1
+    assert any(row["over_budget"] for row in result.log)            # two steps beyond the round's allowance
+    assert result.best.batch_size != 400
 
 
 class NoisyGaussianMean(targets.Target):
@@ -500,3 +555,165 @@ def test_adam_iterate_reaches_the_mode():
     mode = find_mode(target, np.zeros(3))
     x = mb.adam_iterate(target, np.zeros(3), 200, 3000, rng, learning_rate=1e-2)
     assert np.all(np.abs(x - mode) < 0.1), (x, mode)
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 15: SGNHT keeps one thermostat per parameter block
+# ---------------------------------------------------------------------------------------------
+def test_sgnht_thermostat_per_block_matches_the_update_formula():
+    """One step of eq. (eq-mamba-sgnht) with blocks of 2 and 3 coordinates, against the formula
+    written out with the same normal draws."""
+    rng = np.random.default_rng(11)
+    c, blocks, a = 4, (2, 3), 0.01
+    x, v = rng.standard_normal((c, 5)), 0.1 * rng.standard_normal((c, 5))
+    xi = rng.uniform(0.0, 0.05, (c, 2))
+    h = np.array([1e-3, 2e-3, 5e-3, 1e-2])
+    g = rng.standard_normal((c, 5))
+    step_rng, noise_rng = np.random.default_rng(5), np.random.default_rng(5)
+    out = mb.sgnht_step(step_rng, mb.SGState(x, v, xi), h, lambda r, w: g, a, blocks)
+    noise = noise_rng.standard_normal((c, 5))
+    friction = np.concatenate([np.repeat(xi[:, :1], 2, axis=1), np.repeat(xi[:, 1:], 3, axis=1)], axis=1)
+    v_new = v + h[:, None] * g - friction * v + np.sqrt(2 * a * h)[:, None] * noise
+    xi_new = np.stack([xi[:, 0] + np.mean(v_new[:, :2] ** 2, axis=1) - h,
+                       xi[:, 1] + np.mean(v_new[:, 2:] ** 2, axis=1) - h], axis=1)
+    assert np.allclose(out.v, v_new) and np.allclose(out.x, x + v_new) and np.allclose(out.xi, xi_new)
+    one = mb.sgnht_step(np.random.default_rng(5), mb.SGState(x, v, xi[:, :1]), h, lambda r, w: g, a)
+    assert one.xi.shape == (c, 1)                                    # no blocks: one thermostat
+    assert np.allclose(one.xi[:, 0], xi[:, 0] + np.mean((one.v) ** 2, axis=1) - h)
+
+
+def test_sgnht_thermostat_rises_with_kinetic_energy_above_its_target():
+    """A block whose kinetic energy per coordinate exceeds h raises its thermostat (more friction);
+    a block below h lowers its own, whatever the other block does."""
+    h = np.array([1e-2])
+    v = np.concatenate([np.full(3, 0.5), np.full(4, 1e-3)])[None]      # hot block, cold block
+    state = mb.SGState(np.zeros((1, 7)), v, np.full((1, 2), 0.01))
+    out = mb.sgnht_step(np.random.default_rng(0), state, h, lambda r, w: np.zeros_like(w), 1e-8, (3, 4))
+    assert out.xi[0, 0] > 0.01 > out.xi[0, 1]
+    assert np.mean(out.v[0, :3] ** 2) > h[0] > np.mean(out.v[0, 3:] ** 2)
+
+
+@pytest.mark.parametrize("make_target,n_blocks", [(_small_pmf, 6), (_small_nn, 4)], ids=["pmf", "nn"])
+def test_pmf_and_network_thermostat_blocks(make_target, n_blocks):
+    """PMF: U, V, mu_U, lam_U, mu_V, lam_V; the network: two weight matrices and two biases; the
+    blocks tile the parameter vector in the order of unpack."""
+    target = make_target()[0]
+    assert len(target.blocks) == n_blocks and sum(target.blocks) == target.dim
+    parts = target.unpack(np.zeros((1, target.dim)))
+    assert [int(np.prod(p.shape[1:])) for p in parts] == list(target.blocks)
+    sampler = mb.SGMCMC(target, "sgnht", 1e-4, 5)
+    assert sampler.init(np.zeros((2, target.dim)), np.random.default_rng(0)).xi.shape == (2, n_blocks)
+    assert mb.block_sizes(_small_logistic()) == (3,)
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 15: a MAMBA run never spends more than its budget plus one step
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("budget_kind,budget,n_arms_per_batch", [("gradients", 3.0, 3), ("gradients", 0.7, 3),
+                                                                   ("model", 0.01, 3), ("gradients", 40.0, 9)])
+def test_mamba_never_exceeds_its_budget_by_more_than_one_step(budget_kind, budget, n_arms_per_batch):
+    """Cheap and expensive arms (a full batch and SGHMC's L = 10 cost more than a round's budget): the
+    steps each arm took, times its step's cost, never sum to more than the budget of an arm that survives
+    every round (R when the arm count is a power of eta) plus one step's cost."""
+    target = _small_logistic(n=400)
+    cost = mb.CostModel([0.001, 0.01, 0.1, 1.0], 1e-4 * np.array([1.0, 4.0, 20.0, 70.0]))
+    log10_h = np.linspace(-2, -3, n_arms_per_batch)
+    configs = mb.make_grid("sghmc", log10_h, [400, 40, 4], (5, 10))
+    result = mb.mamba(target, configs, np.zeros(3), budget, np.random.default_rng(12), metric="ksd",
+                      budget_kind=budget_kind, cost_model=cost)
+    ceiling = sum(mb.halving_budgets(len(configs), budget, 3))
+    if len(configs) in (27, 81):
+        assert np.isclose(ceiling, budget)
+    for arm, c in enumerate(configs):
+        s = mb.SGMCMC(target, c.sampler, c.step_size, c.batch_size, c.n_leapfrog, cost_model=cost)
+        step = s.cost_per_step if budget_kind == "gradients" else s.model_cost_per_step
+        rows = [row for row in result.log if row["arm"] == arm]
+        total = sum(row["steps"] for row in rows) * step
+        assert total <= ceiling + step + 1e-9 * ceiling, (c, total, ceiling, step)
+        assert np.isclose(rows[-1]["spent"], total)
+    best = [row for row in result.log if configs[row["arm"]] == result.best]
+    assert len(best) == len(result.halving.rounds)                    # the chosen arm ran every round
+    if budget == 40.0:                                                 # ample: the chosen arm spends R
+        s = mb.SGMCMC(target, "sghmc", 1e-3, result.best.batch_size, result.best.n_leapfrog)
+        assert budget - s.cost_per_step < best[-1]["spent"] <= budget + 1e-9
+
+
+def test_mamba_seconds_budget_is_capped_too():
+    """With a wall-clock budget a step starts only before the arm's budget is spent: no arm runs for
+    more than R plus about one step (a step here takes far less than the slack allowed)."""
+    target = _small_logistic(n=400)
+    configs = mb.make_grid("sgld", [-2, -3, -4], [40, 400, 4])
+    result = mb.mamba(target, configs, np.zeros(3), 0.09, np.random.default_rng(13), metric="ksd",
+                      budget_kind="seconds")
+    ceiling = sum(mb.halving_budgets(len(configs), 0.09, 3))
+    assert max(row["spent"] for row in result.log) < ceiling + 0.02
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 15: no two random streams of the chapter coincide
+# ---------------------------------------------------------------------------------------------
+def _chapter_source():
+    return (ROOT / "book" / "mamba.md").read_text()
+
+
+def _paper_sizes(source):
+    """The chapter's SIZE_TABLE at the paper profile (the largest index ranges)."""
+    import ast
+    import re
+    text = source[source.index("SIZE_TABLE = {") + len("SIZE_TABLE = "):]
+    text = text[:text.index("\n}") + 2]
+    table = ast.literal_eval(re.sub(r"#.*", "", text))
+    return {k: v[2] for k, v in table.items()}
+
+
+def _chapter_streams(source):
+    """Every seed the chapter hands to np.random.default_rng, at the paper profile's sizes, with its use:
+    notebook-level keys [SEED, purpose, ...] and each unit's own streams (its key plus indices)."""
+    import re
+    sizes = _paper_sizes(source)
+    SEED = int(re.search(r"^SEED = (\d+)", source, re.M).group(1))
+    n_methods = len(re.search(r"^METHODS = \((.*)\)", source, re.M).group(1).split(","))
+    streams = [("lr data", [SEED, 1]), ("lr reference: importance", [SEED, 2]), ("lr reference: Adam", [SEED, 8])]
+    for i in range(len(mb.SAMPLERS)):
+        for r in range(sizes["n_reps"]):
+            unit = [SEED, 3, i, r]
+            streams += [(f"lr {i} {r} mamba {k}", unit + [k]) for k in range(3)]
+            streams += [(f"lr {i} {r} grid", unit + [3])]
+            streams += [(f"lr {i} {r} eval {j}", unit + [4, j]) for j in range(n_methods)]
+    streams += [(f"wallclock {i}", [SEED, 6, i]) for i in range(sizes["wallclock_samplers"])]
+    for problem, split, fit, key in (("pmf", 20, 21, 22), ("nn", 30, 31, 32)):
+        streams += [(f"{problem} split", [SEED, split]), (f"{problem} map", [SEED, fit])]
+        for i in range(len(sizes[f"{problem}_samplers"])):
+            for r in range(sizes[f"{problem}_n_reps"]):
+                unit = [SEED, key, i, r]
+                streams += [(f"{problem} {i} {r} mamba", unit + [0]), (f"{problem} {i} {r} grid", unit + [1])]
+                streams += [(f"{problem} {i} {r} eval {j}", unit + [2, j]) for j in range(3)]
+    streams += [(f"heuristic data {k}", [SEED, 33, k]) for k in range(sizes["n_data_draws"])]
+    streams += [(f"blow-up {s}", [SEED, 34, s]) for s in (0, 1)]
+    return streams
+
+
+def test_chapter_random_streams_are_distinct():
+    """No two uses share a stream: numpy's SeedSequence ignores trailing zeros, so [SEED, 31] (the
+    network's MAP) and [SEED, 31, 0] (once the blow-up's key) were one stream. The streams are listed by
+    the chapter's keying rule; the chapter's keys are read from its source, so a new key fails here until
+    the rule above lists it."""
+    import re
+    source = _chapter_source()
+    streams = _chapter_streams(source)
+    states = {}
+    for use, seed in streams:
+        state = tuple(np.random.SeedSequence(seed).generate_state(4))
+        assert state not in states, f"{use} {seed} shares its stream with {states[state]}"
+        states[state] = (use, seed)
+    assert np.random.SeedSequence([1, 31]).generate_state(4).tolist() == \
+        np.random.SeedSequence([1, 31, 0]).generate_state(4).tolist()          # why the rule is needed
+    # the keys as the chapter writes them: each must be one the list above enumerates (or a label)
+    code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("#"))
+    written = {k.strip() for k in re.findall(r"\[SEED(?:, ([^\]\[]*))?\]", code)}
+    assert written == {"", "1", "3, i, r", "3, r", "3, sampler, r", "6, i", "20", "21", "key, i, r", "22, r", "30",
+                       "31", "32, r", "33, k", "33, k_cross", "34, int(stale)"}, written
+    keys = {int(k) for k in re.findall(r"run_problem\(\"\w+\", \w+, (\d+)\)", source)}
+    assert keys == {22, 32}, keys        # [SEED, 22|32, r] are the claims' replicate labels, not streams
+    unit_streams = set(re.findall(r"default_rng\(\[\*seed, ([^\]]+)\]\)", source))
+    assert unit_streams <= {"1", "2", "8", "k", "3", "4, j", "0", "2, j"}, unit_streams

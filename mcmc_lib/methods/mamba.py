@@ -19,26 +19,60 @@ from mcmc_lib.validation import require_int, require_positive, require_rng
 SAMPLERS = ("sgld", "sgld-cv", "sghmc", "sghmc-cv", "sgnht", "sgnht-cv")
 
 
-def minibatch_indices(rng, n_data: int, batch_size: int, n_chains: int) -> np.ndarray:
-    """One minibatch per chain, each a uniform sample WITHOUT replacement: (n_chains, batch_size).
+class MinibatchStream:
+    """Minibatches of ``batch_size`` of ``n_data`` rows for each of ``n_chains`` chains: consecutive
+    slices of a fresh uniform permutation of the rows per chain and epoch, so every row is used once
+    per epoch. A minibatch that straddles two epochs takes the rest of the old permutation and the
+    first rows of the new one, which is drawn so that those first rows avoid the rows just taken:
+    every minibatch is a uniform sample without replacement. O(batch_size) per minibatch and chain,
+    amortised (one O(n_data) permutation per chain and epoch)."""
 
-    Rows drawn with replacement are kept when they hold no repeated index (then they are uniform
-    over distinct tuples); the others are redrawn by ``Generator.choice(replace=False)``.
-    """
-    rng = require_rng(rng)
-    n_data = require_int(n_data, "n_data", minimum=1)
-    batch_size = require_int(batch_size, "batch_size", minimum=1)
-    n_chains = require_int(n_chains, "n_chains", minimum=1)
-    if batch_size > n_data:
-        raise ValueError(f"batch_size must be at most n_data = {n_data}, got {batch_size}")
-    if 4 * batch_size * batch_size > n_data:      # repeats likely: draw each row directly
-        return np.stack([rng.choice(n_data, batch_size, replace=False) for _ in range(n_chains)])
-    idx = rng.integers(0, n_data, size=(n_chains, batch_size))
-    srt = np.sort(idx, axis=1)
-    repeated = np.flatnonzero(np.any(srt[:, 1:] == srt[:, :-1], axis=1))
-    for row in repeated:
-        idx[row] = rng.choice(n_data, batch_size, replace=False)
-    return idx
+    def __init__(self, n_data: int, batch_size: int, n_chains: int):
+        self.n_data = require_int(n_data, "n_data", minimum=1)
+        self.batch_size = require_int(batch_size, "batch_size", minimum=1)
+        self.n_chains = require_int(n_chains, "n_chains", minimum=1)
+        if self.batch_size > self.n_data:
+            raise ValueError(f"batch_size must be at most n_data = {self.n_data}, got {batch_size}")
+        self.perm = None           # (n_chains, n_data): the current epoch's permutations
+        self.pos = 0               # rows of the current epoch already used
+        self.epochs = 0            # epochs begun
+
+    def _permutation(self, rng, taken):
+        """A uniform permutation of the rows whose first batch_size - len(taken) entries avoid ``taken``
+        (distinct rows): the first rows of a uniform permutation of the other rows, then the rest of
+        it with the taken rows put, in random order, at uniformly chosen places."""
+        perm = rng.permutation(self.n_data)
+        head = self.batch_size - len(taken)
+        if len(taken) == 0 or head == 0:
+            return perm
+        others = np.ones(self.n_data, dtype=bool)
+        others[taken] = False
+        perm = perm[others[perm]]                                   # the other rows, in random order
+        rest = np.empty(self.n_data - head, dtype=perm.dtype)
+        slots = np.zeros(len(rest), dtype=bool)
+        slots[rng.choice(len(rest), len(taken), replace=False)] = True
+        rest[slots] = rng.permutation(taken)
+        rest[~slots] = perm[head:]
+        return np.concatenate([perm[:head], rest])
+
+    def start(self, rng):
+        """Begin an epoch now, if none is under way (so that a timed run need not pay for it)."""
+        if self.perm is None:
+            self.perm = np.stack([self._permutation(rng, ()) for _ in range(self.n_chains)])
+            self.pos, self.epochs = 0, self.epochs + 1
+
+    def next(self, rng) -> np.ndarray:
+        """The next minibatch of every chain: (n_chains, batch_size) row indices."""
+        n = self.batch_size
+        self.start(rng)
+        if self.pos + n <= self.n_data:
+            idx = self.perm[:, self.pos:self.pos + n]
+            self.pos += n
+            return idx
+        rest = self.perm[:, self.pos:]
+        self.perm = np.stack([self._permutation(rng, row) for row in rest])
+        self.pos, self.epochs = n - rest.shape[1], self.epochs + 1
+        return np.concatenate([rest, self.perm[:, :self.pos]], axis=1)
 
 
 class GradientEstimator:
@@ -48,7 +82,9 @@ class GradientEstimator:
     for ``LogisticRegression`` that vectorised form is built in here.
 
     ``cost`` is the number of gradient evaluations one call charges per chain: n/N, doubled for
-    the control variate (two minibatch gradients), 1 when n = N (the exact score).
+    the control variate (two minibatch gradients), 1 when n = N (the exact score). Minibatches come
+    from a ``MinibatchStream`` (a permutation per epoch), started afresh by the first call and
+    whenever the number of chains changes.
     """
 
     def __init__(self, target, batch_size: int, centre=None):
@@ -68,6 +104,17 @@ class GradientEstimator:
         self.centre = centre
         fraction = self.batch_size / self.n_data
         self.cost = 1.0 if self.full else fraction * (2.0 if centre is not None else 1.0)
+        self.stream = None
+
+    def start(self, rng, n_chains: int):
+        """The minibatch stream of n_chains chains, with its first epoch drawn: the current one, or
+        a new one if there is none or it serves another number of chains (None for a full batch)."""
+        if self.full:
+            return None
+        if self.stream is None or self.stream.n_chains != n_chains:
+            self.stream = MinibatchStream(self.n_data, self.batch_size, n_chains)
+        self.stream.start(rng)
+        return self.stream
 
     def _minibatch(self, w, idx):
         """(N/n) sum_{i in S_c} grad log f(y_i | w_c) + grad log p(w_c), one minibatch per chain."""
@@ -85,7 +132,7 @@ class GradientEstimator:
         w = np.asarray(w, dtype=float)
         if self.full:
             return self.target.grad_logp(w)
-        idx = minibatch_indices(rng, self.n_data, self.batch_size, w.shape[0])
+        idx = self.start(rng, w.shape[0]).next(rng)
         g = self._minibatch(w, idx)
         if self.centre is not None:
             g = g + self.centre_grad - self._minibatch(np.broadcast_to(self.centre, w.shape), idx)
@@ -93,7 +140,7 @@ class GradientEstimator:
 
 
 class SGState(NamedTuple):
-    """Chains' positions x (c, d), velocities v (c, d) and thermostats xi (c,)."""
+    """Chains' positions x (c, d), velocities v (c, d) and thermostats xi (c, B), one per block."""
     x: np.ndarray
     v: np.ndarray
     xi: np.ndarray
@@ -121,13 +168,24 @@ def sghmc_step(rng, state: SGState, h, grad_fn, n_leapfrog: int, alpha: float = 
     return SGState(x, v, state.xi)
 
 
-def sgnht_step(rng, state: SGState, h, grad_fn, a: float = 0.01) -> SGState:
-    """Eq. (eq-mamba-sgnht): one thermostat per chain."""
+def block_sizes(target) -> tuple:
+    """The sizes of the target's parameter blocks (``target.blocks``; one block of all d otherwise)."""
+    sizes = tuple(int(b) for b in getattr(target, "blocks", (target.dim,)))
+    if not sizes or min(sizes) < 1 or sum(sizes) != target.dim:
+        raise ValueError(f"blocks must be positive sizes summing to dim = {target.dim}, got {sizes}")
+    return sizes
+
+
+def sgnht_step(rng, state: SGState, h, grad_fn, a: float = 0.01, blocks=None) -> SGState:
+    """Eq. (eq-mamba-sgnht): one thermostat per chain and block; blocks: the sizes of the consecutive
+    blocks of coordinates (None: one block), xi (c, len(blocks))."""
     x, v, xi = state
-    v = v + h[:, None] * grad_fn(rng, x) - xi[:, None] * v \
+    sizes = np.array([x.shape[1]] if blocks is None else blocks)
+    v = v + h[:, None] * grad_fn(rng, x) - np.repeat(xi, sizes, axis=1) * v \
         + np.sqrt(2.0 * a * h)[:, None] * rng.standard_normal(x.shape)
     x = x + v
-    xi = xi + np.mean(v**2, axis=1) - h
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    xi = xi + np.add.reduceat(v**2, starts, axis=1) / sizes - h[:, None]
     return SGState(x, v, xi)
 
 
@@ -191,20 +249,21 @@ class SGMCMC:
             raise ValueError(f"centre (the control variates' centring value) is needed for {sampler}")
         self.grad_fn = GradientEstimator(target, batch_size, centre if use_cv else None)
         self.kind = sampler.split("-")[0]
+        self.blocks = block_sizes(target)
         steps = self.n_leapfrog if self.kind == "sghmc" else 1
         self.cost_per_step = steps * self.grad_fn.cost
         self.model_cost_per_step = (None if cost_model is None else
                                     steps * cost_model(self.grad_fn.batch_size / self.grad_fn.n_data, use_cv))
 
     def init(self, x0, rng) -> SGState:
-        """States from x0 (c, d); v ~ N(0, h I) and xi = a for SGNHT."""
+        """States from x0 (c, d); v ~ N(0, h I) and xi = a (one per block) for SGNHT."""
         rng = require_rng(rng)
         x0 = np.asarray(x0, dtype=float)
         if x0.ndim != 2 or x0.shape[1] != self.target.dim or not np.all(np.isfinite(x0)):
             raise ValueError(f"x0 must be a finite array (n_chains, {self.target.dim}), got shape {x0.shape}")
         h = np.broadcast_to(self.step_size, (x0.shape[0],))
         v = np.sqrt(h)[:, None] * rng.standard_normal(x0.shape) if self.kind == "sgnht" else np.zeros_like(x0)
-        return SGState(x0.copy(), v, np.full(x0.shape[0], self.a))
+        return SGState(x0.copy(), v, np.full((x0.shape[0], len(self.blocks)), self.a))
 
     def step(self, rng, state: SGState) -> SGState:
         h = np.broadcast_to(self.step_size, (state.x.shape[0],))
@@ -213,7 +272,7 @@ class SGMCMC:
                 return sgld_step(rng, state, h, self.grad_fn)
             if self.kind == "sghmc":
                 return sghmc_step(rng, state, h, self.grad_fn, self.n_leapfrog, self.alpha, self.stale_gradient)
-            return sgnht_step(rng, state, h, self.grad_fn, self.a)
+            return sgnht_step(rng, state, h, self.grad_fn, self.a, self.blocks)
 
 
 BUDGET_KINDS = ("gradients", "model", "seconds")
@@ -253,9 +312,13 @@ def steps_for_budget(sampler: SGMCMC, budget: float, budget_kind: str) -> int:
 
 
 def run_sgmcmc(sampler: SGMCMC, state: SGState, rng, budget: float, budget_kind: str = "gradients",
-               thin: int = 1, min_kept: int = 1, min_steps: int = 1) -> SGRun:
+               thin: int = 1, min_kept: int = 1, min_steps: int = 1, min_steps_within: float | None = None,
+               n_steps: int | None = None) -> SGRun:
     """Run ``sampler`` from ``state`` for ``budget`` gradient evaluations per chain, modelled seconds
     (``model``: both a fixed number of steps) or wall-clock ``seconds``; at least ``min_steps`` steps.
+    ``n_steps`` (counted budgets only) fixes the number of steps instead. Under a time budget,
+    ``min_steps_within`` (seconds) limits the minimum: a step beyond the budget starts only before then.
+    The minibatch stream's first epoch is drawn before the clock starts.
 
     Keeps every ``thin``-th state, starting with the first, unless that would keep fewer than
     ``min_kept`` draws: then the thinning is lowered (adaptive thinning), to n_steps // min_kept for
@@ -263,16 +326,24 @@ def run_sgmcmc(sampler: SGMCMC, state: SGState, rng, budget: float, budget_kind:
     as the kept draws pass 2 min_kept, so memory stays bounded.
     """
     rng = require_rng(rng)
-    require_positive(budget, "budget")
+    budget = float(budget)
+    if not (math.isfinite(budget) and budget >= 0.0):
+        raise ValueError(f"budget must be finite and non-negative, got {budget!r}")
     if budget_kind not in BUDGET_KINDS:
         raise ValueError(f"budget_kind must be one of {BUDGET_KINDS}, got {budget_kind!r}")
     thin = require_int(thin, "thin", minimum=1)
     min_kept = require_int(min_kept, "min_kept", minimum=1)
     min_steps = require_int(min_steps, "min_steps", minimum=1)
+    if n_steps is not None and budget_kind == "seconds":
+        raise ValueError("n_steps fixes the steps of a counted budget, not of budget_kind 'seconds'")
+    limit = math.inf if min_steps_within is None else float(min_steps_within)
+    sampler.grad_fn.start(rng, state.x.shape[0])
     kept = []
     start = time.perf_counter()
     if budget_kind != "seconds":
-        n_steps = max(min_steps, steps_for_budget(sampler, budget, budget_kind))
+        if n_steps is None:
+            n_steps = max(min_steps, steps_for_budget(sampler, budget, budget_kind))
+        n_steps = require_int(n_steps, "n_steps", minimum=1)
         stride = max(1, min(thin, n_steps // min_kept))
         for k in range(n_steps):
             state = sampler.step(rng, state)
@@ -281,7 +352,8 @@ def run_sgmcmc(sampler: SGMCMC, state: SGState, rng, budget: float, budget_kind:
     else:
         strides = _stride_chain(thin)
         level, n_steps = 0, 0
-        while n_steps < min_steps or time.perf_counter() - start < budget:
+        while (time.perf_counter() - start < budget
+               or (n_steps < min_steps and time.perf_counter() - start < limit)):
             state = sampler.step(rng, state)
             if n_steps % strides[level] == 0:
                 kept.append(state.x)
@@ -291,6 +363,8 @@ def run_sgmcmc(sampler: SGMCMC, state: SGState, rng, budget: float, budget_kind:
                     kept = kept[::ratio]
             n_steps += 1
         stride = strides[level]
+    if not kept:
+        raise ValueError("the run took no step: give a positive budget, min_steps or min_steps_within")
     samples = np.stack(kept)
     diverged = ~np.all(np.isfinite(samples), axis=(0, 2)) | ~np.all(np.isfinite(state.x), axis=1)
     return SGRun(samples, state, n_steps, time.perf_counter() - start, diverged, stride)
@@ -342,6 +416,21 @@ class NoFiniteScoreError(RuntimeError):
     """A round of successive halving in which no arm has a finite score: any choice would be arbitrary."""
 
 
+def halving_budgets(n_arms: int, budget: float, eta: int = 3) -> list:
+    """The budget per arm of each round of eq. (eq-mamba-halving), r_i = T / (|S_i| K): what an arm that
+    survives every round gets in each. They sum to ``budget`` (R) when eta^i divides n_arms exactly,
+    and to a little more otherwise (the rounded-down |S_i|), as in the original code."""
+    n_arms = require_int(n_arms, "n_arms", minimum=1)
+    eta = require_int(eta, "eta", minimum=2)
+    require_positive(budget, "budget")
+    k = n_rounds(n_arms, eta)
+    total = budget / sum(eta**i for i in range(k)) * n_arms * k
+    sizes = [n_arms]
+    for _ in range(k - 1):
+        sizes.append(max(1, sizes[-1] // eta))
+    return [total / (n * k) for n in sizes]
+
+
 @dataclass
 class HalvingResult:
     best: int                                   # index of the chosen arm
@@ -356,16 +445,11 @@ def successive_halving(n_arms: int, pull, budget: float, eta: int = 3) -> Halvin
     no finite metric raises NoFiniteScoreError. ``budget`` is R, the total budget of an arm that
     survives every round.
     """
-    n_arms = require_int(n_arms, "n_arms", minimum=1)
-    eta = require_int(eta, "eta", minimum=2)
-    require_positive(budget, "budget")
-    k = n_rounds(n_arms, eta)
-    r0 = budget / sum(eta**i for i in range(k))
-    total = r0 * n_arms * k
+    budgets = halving_budgets(n_arms, budget, eta)
+    eta = int(eta)
     active = np.arange(n_arms)
     result = HalvingResult(best=-1)
-    for i in range(k):
-        per_arm = total / (len(active) * k)
+    for i, per_arm in enumerate(budgets):
         metrics = np.asarray(pull(active, per_arm, i), dtype=float)
         if metrics.shape != active.shape:
             raise ValueError(f"pull must return {len(active)} metrics, got shape {metrics.shape}")
@@ -405,9 +489,15 @@ def mamba(target, configs, x0, budget: float, rng, metric: str = "ksd", eta: int
     configs: list of SGConfig; x0: (d,) start of every chain; budget: R per surviving arm, in
     gradient evaluations, modelled seconds (``model``, with ``cost_model``) or seconds
     (``budget_kind``); centre: the control variates' centre. Each arm-round keeps every ``thin``-th
-    draw, or more when that would keep fewer than ``min_kept`` (adaptive thinning), and runs at least
-    ``min_steps`` steps (2: every arm can be scored; the log records the steps, the thinning, and
-    ``over_budget`` when the minimum exceeded the round's budget).
+    draw, or more when that would keep fewer than ``min_kept`` (adaptive thinning).
+
+    Budget accounting: an arm's allowance in round i is its budgets of rounds 0..i minus what it has
+    spent, so a round's overspending is repaid in the next. It runs what its allowance buys, or
+    ``min_steps`` steps (2: enough to be scored) if that is more, but a step starts only while the
+    arm has spent less than the budget of an arm that survives every round (the sum of
+    ``halving_budgets``: R when the arm counts divide exactly): no arm ever spends more than that plus
+    one step's cost. An arm that has spent it takes no step and ranks last. The log records per arm-round the steps, the thinning,
+    ``spent`` (the arm's total so far) and ``over_budget`` when the minimum went beyond the allowance.
     """
     rng = require_rng(rng)
     if not configs or not all(isinstance(c, SGConfig) for c in configs):
@@ -426,17 +516,45 @@ def mamba(target, configs, x0, budget: float, rng, metric: str = "ksd", eta: int
     log = []
     start = time.perf_counter()
 
+    spent = np.zeros(len(configs))      # each arm's spending so far (budget units)
+    allowed = np.zeros(len(configs))    # its budgets of the rounds so far
+    ceiling = sum(halving_budgets(len(configs), budget, eta))   # a surviving arm's budget: R, or a little more
+
     def run_group(arms, per_arm, i):
         cfg = configs[arms[0]]
         sampler = SGMCMC(target, cfg.sampler, [configs[a].step_size for a in arms], cfg.batch_size,
                          cfg.n_leapfrog, centre, cost_model=cost_model)
+        allowed[arms] += per_arm
+        have, left = allowed[arms[0]] - spent[arms[0]], ceiling - spent[arms[0]]
+        if np.ptp(spent[arms]) > 0:
+            raise RuntimeError("the arms of a group must have spent the same")   # same config, same rounds
+        if budget_kind != "seconds":
+            cost = sampler.cost_per_step if budget_kind == "gradients" else sampler.model_cost_per_step
+            affordable = max(0, int(math.floor(have / cost + 1e-9)))
+            below = max(0, int(math.ceil(left / cost - 1e-9)))    # steps that start before the ceiling
+            n_steps = max(affordable, min(min_steps, below))
+        else:
+            n_steps = None if left > 0 else 0
+        if n_steps == 0:                    # the ceiling reached: no step, ranked last
+            for a in arms:
+                log.append({"round": i, "arm": int(a), **configs[a].__dict__, "budget": per_arm, "steps": 0,
+                            "thin": thin, "kept": 0, "over_budget": False, "spent": float(spent[a]),
+                            "metric": math.inf, "diverged": False})
+            return [math.inf] * len(arms)
         if i == 0:
             state = sampler.init(np.tile(x0, (len(arms), 1)), rng)
         else:
             rows = [states[a] for a in arms]
             state = SGState(*(np.stack([r[k] for r in rows]) for k in range(3)))
-        out = run_sgmcmc(sampler, state, rng, per_arm, budget_kind, thin, min_kept, min_steps)
-        over = budget_kind != "seconds" and steps_for_budget(sampler, per_arm, budget_kind) < min_steps
+        if budget_kind != "seconds":
+            out = run_sgmcmc(sampler, state, rng, 0.0, budget_kind, thin, min_kept, n_steps=n_steps)
+            spent[arms] += n_steps * cost
+            over = n_steps > affordable
+        else:
+            out = run_sgmcmc(sampler, state, rng, max(have, 0.0), budget_kind, thin, min_kept, min_steps,
+                             min_steps_within=left)
+            spent[arms] += out.seconds
+            over = out.seconds > have
         values = []
         for j, a in enumerate(arms):
             states[a] = tuple(part[j] for part in out.state)
@@ -444,7 +562,7 @@ def mamba(target, configs, x0, budget: float, rng, metric: str = "ksd", eta: int
             values.append(value)
             log.append({"round": i, "arm": int(a), **configs[a].__dict__, "budget": per_arm,
                         "steps": out.n_steps, "thin": out.thin, "kept": len(out.samples), "over_budget": over,
-                        "metric": value, "diverged": bool(out.diverged[j])})
+                        "spent": float(spent[a]), "metric": value, "diverged": bool(out.diverged[j])})
         return values
 
     def pull(active, per_arm, i):
@@ -601,6 +719,7 @@ class PMF(FullDataTarget):
         self.n_users, self.n_items, self.n_data = n_users, n_items, len(ratings)
         super().__init__((n_users + n_items) * self.D + 4 * self.D)
         self.name = name
+        self.blocks = (n_users * self.D, n_items * self.D) + (self.D,) * 4   # U, V, mu_U, lam_U, mu_V, lam_V
 
     def unpack(self, theta):
         """Views U (c, n_users, D), V (c, n_items, D), mu_U, lam_U, mu_V, lam_V (c, D)."""
@@ -713,6 +832,7 @@ class BayesNN(FullDataTarget):
         self.n_data, self.p = X.shape
         super().__init__(self.p * self.H + self.H + self.H * self.K + self.K)
         self.name = name
+        self.blocks = (self.p * self.H, self.H, self.H * self.K, self.K)      # B, b, A, a
 
     def unpack(self, theta):
         """Views B (c, p, H), b (c, H), A (c, H, K), a (c, K)."""
