@@ -37,28 +37,35 @@ class MinibatchStream:
         self.pos = 0               # rows of the current epoch already used
         self.epochs = 0            # epochs begun
 
-    def _permutation(self, rng, taken):
-        """A uniform permutation of the rows whose first batch_size - len(taken) entries avoid ``taken``
-        (distinct rows): the first rows of a uniform permutation of the other rows, then the rest of
-        it with the taken rows put, in random order, at uniformly chosen places."""
-        perm = rng.permutation(self.n_data)
+    def _permute(self, rng, row: int, taken) -> None:
+        """Fill ``perm[row]`` with a uniform permutation of the rows whose first batch_size - len(taken)
+        entries avoid ``taken`` (distinct rows): the first rows of a uniform permutation of the other
+        rows, then the rest of it with the taken rows put, in random order, at uniformly chosen places.
+        In place: a fresh (c, N) array per epoch would cost page faults, about twice the shuffle."""
+        out = self.perm[row]
+        out[:] = self._rows
+        rng.shuffle(out)
         head = self.batch_size - len(taken)
         if len(taken) == 0 or head == 0:
-            return perm
+            return
         others = np.ones(self.n_data, dtype=bool)
         others[taken] = False
-        perm = perm[others[perm]]                                   # the other rows, in random order
-        rest = np.empty(self.n_data - head, dtype=perm.dtype)
-        slots = np.zeros(len(rest), dtype=bool)
-        slots[rng.choice(len(rest), len(taken), replace=False)] = True
+        perm = out[others[out]]                                     # the other rows, in random order
+        slots = np.zeros(self.n_data - head, dtype=bool)
+        slots[rng.choice(len(slots), len(taken), replace=False)] = True
+        out[:head] = perm[:head]
+        rest = out[head:]
         rest[slots] = rng.permutation(taken)
         rest[~slots] = perm[head:]
-        return np.concatenate([perm[:head], rest])
 
     def start(self, rng):
         """Begin an epoch now, if none is under way (so that a timed run need not pay for it)."""
         if self.perm is None:
-            self.perm = np.stack([self._permutation(rng, ()) for _ in range(self.n_chains)])
+            dtype = np.int32 if self.n_data < 2**31 else np.int64
+            self._rows = np.arange(self.n_data, dtype=dtype)
+            self.perm = np.empty((self.n_chains, self.n_data), dtype=dtype)
+            for row in range(self.n_chains):
+                self._permute(rng, row, ())
             self.pos, self.epochs = 0, self.epochs + 1
 
     def next(self, rng) -> np.ndarray:
@@ -66,11 +73,12 @@ class MinibatchStream:
         n = self.batch_size
         self.start(rng)
         if self.pos + n <= self.n_data:
-            idx = self.perm[:, self.pos:self.pos + n]
+            idx = self.perm[:, self.pos:self.pos + n].copy()
             self.pos += n
             return idx
-        rest = self.perm[:, self.pos:]
-        self.perm = np.stack([self._permutation(rng, row) for row in rest])
+        rest = self.perm[:, self.pos:].copy()
+        for row in range(self.n_chains):
+            self._permute(rng, row, rest[row])
         self.pos, self.epochs = n - rest.shape[1], self.epochs + 1
         return np.concatenate([rest, self.perm[:, :self.pos]], axis=1)
 
@@ -382,8 +390,9 @@ def full_scores(target, points, max_elements: int = 20_000_000) -> np.ndarray:
 
 def stein_discrepancy(target, draws, metric: str, rng, max_points=None) -> float:
     """KSD (``mcmc_lib.diagnostics.ksd``) or FSSD-opt squared (``diagnostics.fssd_opt``) of draws
-    (M, d), with full-data scores; +inf for non-finite draws or scores (a diverged arm) or for
-    fewer than two draws."""
+    (M, d), with full-data scores; +inf for non-finite draws or scores (a diverged arm), for
+    fewer than two draws, or when FSSD's Gaussian fit for its test locations fails (draws so far
+    apart that their covariance overflows: a diverging arm)."""
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
     draws = np.asarray(draws, dtype=float)
@@ -400,7 +409,11 @@ def stein_discrepancy(target, draws, metric: str, rng, max_points=None) -> float
         else:
             with warnings.catch_warnings():     # few draws: a singular Gaussian fit for the locations
                 warnings.simplefilter("ignore", RuntimeWarning)
-                value = diagnostics.fssd_opt(draws, scores, rng, n_locations=10, n_steps=100, learning_rate=1e-3)
+                try:
+                    value = diagnostics.fssd_opt(draws, scores, rng, n_locations=10, n_steps=100,
+                                                 learning_rate=1e-3)
+                except np.linalg.LinAlgError:   # draws so far apart that the Gaussian fit overflows
+                    value = math.inf
     return value if np.isfinite(value) else math.inf
 
 
@@ -497,7 +510,8 @@ def mamba(target, configs, x0, budget: float, rng, metric: str = "ksd", eta: int
     arm has spent less than the budget of an arm that survives every round (the sum of
     ``halving_budgets``: R when the arm counts divide exactly): no arm ever spends more than that plus
     one step's cost. An arm that has spent it takes no step and ranks last. The log records per arm-round the steps, the thinning,
-    ``spent`` (the arm's total so far) and ``over_budget`` when the minimum went beyond the allowance.
+    ``spent`` (the arm's total so far), ``overspend_steps`` ((spent - that budget) / the cost of a step,
+    at most 1) and ``over_budget`` when the minimum went beyond the allowance.
     """
     rng = require_rng(rng)
     if not configs or not all(isinstance(c, SGConfig) for c in configs):
@@ -539,7 +553,7 @@ def mamba(target, configs, x0, budget: float, rng, metric: str = "ksd", eta: int
             for a in arms:
                 log.append({"round": i, "arm": int(a), **configs[a].__dict__, "budget": per_arm, "steps": 0,
                             "thin": thin, "kept": 0, "over_budget": False, "spent": float(spent[a]),
-                            "metric": math.inf, "diverged": False})
+                            "overspend_steps": math.nan, "metric": math.inf, "diverged": False})
             return [math.inf] * len(arms)
         if i == 0:
             state = sampler.init(np.tile(x0, (len(arms), 1)), rng)
@@ -550,11 +564,13 @@ def mamba(target, configs, x0, budget: float, rng, metric: str = "ksd", eta: int
             out = run_sgmcmc(sampler, state, rng, 0.0, budget_kind, thin, min_kept, n_steps=n_steps)
             spent[arms] += n_steps * cost
             over = n_steps > affordable
+            step_cost = cost
         else:
             out = run_sgmcmc(sampler, state, rng, max(have, 0.0), budget_kind, thin, min_kept, min_steps,
                              min_steps_within=left)
             spent[arms] += out.seconds
             over = out.seconds > have
+            step_cost = out.seconds / out.n_steps
         values = []
         for j, a in enumerate(arms):
             states[a] = tuple(part[j] for part in out.state)
@@ -562,7 +578,8 @@ def mamba(target, configs, x0, budget: float, rng, metric: str = "ksd", eta: int
             values.append(value)
             log.append({"round": i, "arm": int(a), **configs[a].__dict__, "budget": per_arm,
                         "steps": out.n_steps, "thin": out.thin, "kept": len(out.samples), "over_budget": over,
-                        "spent": float(spent[a]), "metric": value, "diverged": bool(out.diverged[j])})
+                        "spent": float(spent[a]), "overspend_steps": float((spent[a] - ceiling) / step_cost),
+                        "metric": value, "diverged": bool(out.diverged[j])})
         return values
 
     def pull(active, per_arm, i):
