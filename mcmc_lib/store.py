@@ -202,6 +202,11 @@ class ExperimentResults:
     record: dict = field(default_factory=dict)   # the full provenance
 
 
+def _shows_store(profile: str) -> bool:
+    """Whether this build reads the store rather than running (never at the paper profile, which fills it)."""
+    return profile != "paper" and use_store(profile)
+
+
 def use_store(profile: str) -> bool:
     """Whether a default or smoke build shows stored paper-profile results (see the module docstring)."""
     setting = os.environ.get(STORE_ENV, "auto").strip().lower() or "auto"
@@ -225,7 +230,7 @@ def largest_scale(chapter: str, name: str, units, sizes=None, store_dir=None, sa
 def _largest_scale(chapter, name, units, sizes, store_dir, same_units, read_record, run_options):
     profile = active_profile()
     path = store_path(chapter, name, store_dir)
-    if profile != "paper" and use_store(profile):
+    if _shows_store(profile):
         record = read_record()
         if record is not None and (not same_units or _same_units(record, units)):
             return _from_store(record, units, path)
@@ -254,13 +259,8 @@ def chapter_sizes(chapter: str, names, sizes: dict, store_dir=None) -> tuple[dic
     ``names`` is stored and they agree on every size they share (each may store only the sizes it
     uses; the others keep their values from ``sizes``); otherwise ``sizes`` and the active profile.
     ``Experiments`` does the same and keeps the records it read for the results."""
-    names = list(names)
-    if not names:
-        raise ValueError("names must list the chapter's stored experiments, got none")
-    profile = active_profile()
-    if profile == "paper" or not use_store(profile):
-        return sizes, profile
-    return _adopted_sizes([read_store(chapter, name, store_dir) for name in names], sizes, profile)
+    experiments = Experiments(chapter, names, sizes, store_dir)
+    return experiments.sizes, experiments.scale
 
 
 def _adopted_sizes(records, sizes: dict, profile: str) -> tuple[dict, str]:
@@ -301,10 +301,6 @@ class Experiments:
         self.results = {}                    # name -> ExperimentResults of this build
         self.sizes, self.scale = self.stored_sizes(self.names, sizes)
 
-    def _reads_store(self) -> bool:
-        profile = active_profile()
-        return profile != "paper" and use_store(profile)
-
     def _record(self, name: str):
         if name not in self._records:
             self._records[name] = read_store(self.chapter, name, self._store_dir)
@@ -313,7 +309,7 @@ class Experiments:
     def stored_sizes(self, names, sizes: dict) -> tuple[dict, str]:
         """(sizes, scale) adopted from the stored runs of ``names`` alone (see ``chapter_sizes``): for an
         experiment that may be stored before the others."""
-        if not self._reads_store():
+        if not _shows_store(active_profile()):
             return sizes, active_profile()
         return _adopted_sizes([self._record(name) for name in names], sizes, active_profile())
 

@@ -488,12 +488,13 @@ def _library_graph(package_dir: Path, signature: tuple) -> tuple[dict, dict]:
     return files, {name: _imports(path, package_dir, known) for name, path in files.items()}
 
 
-def library_closure(modules, package_dir: Path = PACKAGE_DIR) -> list[str]:
-    """``modules`` and every mcmc_lib module they import, transitively, sorted (every module of the
-    package when ``modules`` is None)."""
-    package_dir = Path(package_dir)
+def _current_graph(package_dir: Path) -> tuple[dict, dict]:
+    """``_library_graph`` of the package's sources as they are now (re-read when a file changes)."""
     signature = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in sorted(package_dir.rglob("*.py")))
-    files, imports = _library_graph(package_dir, signature)
+    return _library_graph(package_dir, signature)
+
+
+def _closure(modules, files: dict, imports: dict) -> list[str]:
     if modules is None:
         return sorted(files)
     reached, todo = set(), [name for name in modules if name in files]
@@ -505,16 +506,21 @@ def library_closure(modules, package_dir: Path = PACKAGE_DIR) -> list[str]:
     return sorted(reached)
 
 
+def library_closure(modules, package_dir: Path = PACKAGE_DIR) -> list[str]:
+    """``modules`` and every mcmc_lib module they import, transitively, sorted (every module of the
+    package when ``modules`` is None)."""
+    return _closure(modules, *_current_graph(Path(package_dir)))
+
+
 def library_code_hash(modules=None, package_dir: Path = PACKAGE_DIR) -> str:
     """sha256 of the sources of the mcmc_lib modules ``modules`` (dotted names) and of every mcmc_lib
     module they import, transitively; of all of mcmc_lib when ``modules`` is None. A unit's cache key
     and a stored run's provenance use the modules its code reaches, so that editing a module no unit
     runs (the store, the claims, the book's helpers) leaves cached and stored results current."""
     package_dir = Path(package_dir)
-    files, _ = _library_graph(package_dir, tuple(
-        (str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in sorted(package_dir.rglob("*.py"))))
+    files, imports = _current_graph(package_dir)
     digest = hashlib.sha256()
-    for name in library_closure(modules, package_dir):
+    for name in _closure(modules, files, imports):
         path = files[name]
         digest.update(path.relative_to(package_dir).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()

@@ -51,12 +51,17 @@ def test_target_floor_rows_hold_a_ratio_to_the_matrix_products(make_target, floo
         assert row["floor_with_exp_microseconds"] > 0 and np.isfinite(row["floor_with_exp_ratio"])
 
 
+def small_regression(rng, n_data):
+    """A 3-d logistic regression on n_data random rows, its design matrix, and two states."""
+    X = rng.standard_normal((n_data, 3))
+    target = targets.LogisticRegression(X, (rng.uniform(size=n_data) < 0.5).astype(float))
+    return target, X, rng.standard_normal((2, 3))
+
+
 def test_exp_floor_kernel_computes_the_shared_exp():
     bench = _load_script()
     rng = np.random.default_rng(4)
-    X = rng.standard_normal((40, 3))
-    target = targets.LogisticRegression(X, (rng.uniform(size=40) < 0.5).astype(float))
-    w = rng.standard_normal((2, 3))
+    target, X, w = small_regression(rng, n_data=40)
     e, product = bench.exp_floor_kernel(target, w, rng)()
     np.testing.assert_allclose(e, np.exp(-np.abs(w @ X.T)))
     assert product.shape == (2, 3) and bench.exp_floor_kernel(targets.neal_gaussian(5), w, rng) is None
@@ -66,9 +71,7 @@ def test_floor_kernel_computes_the_products_of_the_target():
     """The floor of logistic regression is the products X w and X^T r that logp_and_grad makes."""
     bench = _load_script()
     rng = np.random.default_rng(2)
-    X = rng.standard_normal((50, 3))
-    target = targets.LogisticRegression(X, (rng.uniform(size=50) < 0.5).astype(float))
-    w = rng.standard_normal((2, 3))
+    target, X, w = small_regression(rng, n_data=50)
     _, kernel = bench.floor_kernel(target, w, rng)
     eta, product = kernel()
     assert eta.shape == (2, 50) and product.shape == (2, 3)
