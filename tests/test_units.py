@@ -539,6 +539,15 @@ def test_experiments_read_the_store_once_and_show_where_results_came_from(tmp_pa
     assert_identical(shown, stored["first"])
     assert chapter.results["first"].source == "store" and len(reads) == 2       # each record read once
     assert chapter.wall_seconds("first") == chapter.results["first"].record["wall_seconds"]
+    # a build whose units all come from the cache reports the time they took, not its own ~0 s
+    monkeypatch.setenv("MCMC_BOOK_STORE", "off")
+    warm = store.Experiments("demo", ["first"], paper_sizes, store_dir=store_dir)
+    warm.values("first", units_at(paper_sizes), cache=cache_dir, jobs=1)
+    record = warm.results["first"].record
+    assert record["n_from_cache"] == 3
+    assert record["unit_seconds_max"] <= record["compute_wall_seconds"] <= record["unit_seconds_total"] + 0.002
+    assert warm.wall_seconds("first") == record["compute_wall_seconds"]
+    monkeypatch.delenv("MCMC_BOOK_STORE")
     assert chapter.provenance("first").startswith("*Source: Paper-profile results from the committed store")
     chapter.values("second", units_at(chapter.sizes))
     assert "*Source (first):" in chapter.provenance("first", "second")
