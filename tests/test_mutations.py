@@ -36,9 +36,15 @@ MUTATIONS = {
     "mala-no-hastings": (SAMPLERS, "+ mala_log_proposal(state.x, y, grad_y, h)\n"
                                    "                 + 0.5 * np.einsum(\"ij,ij->i\", noise, noise))", ")",
                          "test_samplers.py", "accept_prob_formula_MALA"),
-    "hmc-kinetic-sign": (SAMPLERS, "- 0.5 * np.sum(p**2, axis=1) + 0.5 * np.sum(p0**2, axis=1)",
-                         "+ 0.5 * np.sum(p**2, axis=1) - 0.5 * np.sum(p0**2, axis=1)",
+    "hmc-kinetic-sign": (SAMPLERS, "- 0.5 * (np.vecdot(p, p) - np.vecdot(p0, p0))",
+                         "+ 0.5 * (np.vecdot(p, p) - np.vecdot(p0, p0))",
                          "test_samplers.py", "accept_prob_formula_HMC"),
+    "leapfrog-inner-half-kick": (SAMPLERS, "h_squared = h * h", "h_squared = 0.5 * h * h",
+                                 "test_samplers.py", "leapfrog_is_the_textbook_scheme"),
+    "leapfrog-momentum-unscaled": (SAMPLERS, "p = scaled_momentum / h", "p = scaled_momentum",
+                                   "test_samplers.py", "leapfrog_is_the_textbook_scheme"),
+    "leapfrog-uncounted-gradient": (SAMPLERS, "target.n_grad_evals += x.shape[0]", "pass",
+                                    "test_samplers.py", "leapfrog_is_the_textbook_scheme"),
     "am-wrong-acceptance-ratio": (AM, "logp_y - state.logp", "logp_y - 0.9 * state.logp",
                                   "test_samplers.py", "accept_prob_formula_random_walk and not RWM"),
     # --- adaptation rules, one step against their formula

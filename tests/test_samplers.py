@@ -6,7 +6,7 @@ import pytest
 
 from mcmc_lib import targets as T
 from mcmc_lib.harness import run, summarise
-from mcmc_lib.samplers import (HMC, MALA, RWM, ChainState, CholeskyAM, HaarioAM, StepInfo,
+from mcmc_lib.samplers import (HMC, MALA, RWM, ChainState, CholeskyAM, HaarioAM, StepInfo, leapfrog,
                                metropolis_hastings_accept, robbins_monro_scale)
 
 from moments import assert_moments_match, banana_target, correlated_target, run_from_near_the_mean, scaled_target
@@ -344,3 +344,76 @@ def test_cholesky_am_one_step_formula(diagonal):
         expected[idx, idx] = np.maximum(expected[idx, idx], 1e-3)
         np.testing.assert_allclose(am.chol[c], expected, rtol=1e-10, atol=1e-14)
     np.testing.assert_allclose(am.variance, [0.3 * (1 + 0.01 * 0.75 / 0.25), 0.3 * (1 - 0.01)], rtol=1e-14)
+
+
+# ------------------------------------------------------------------------------------------------
+# The leapfrog integrator against the textbook scheme, step by step
+# ------------------------------------------------------------------------------------------------
+def textbook_leapfrog(grad_logp, x, p, step_size, n_steps):
+    """Half kick, then (drift, full kick) n_steps - 1 times, then a drift and a half kick."""
+    h = step_size[:, None]
+    p = p + 0.5 * h * grad_logp(x)
+    for step in range(n_steps):
+        x = x + h * p
+        p = p + (h if step < n_steps - 1 else 0.5 * h) * grad_logp(x)
+    return x, p
+
+
+class OwnGradient(T.Target):
+    """A target with its own grad_logp (as stochastic or surrogate gradients have): the leapfrog
+    must call it, not bypass it."""
+
+    def __init__(self, inner):
+        super().__init__(inner.dim)
+        self.inner, self.own_calls = inner, 0
+
+    def _logp_and_grad(self, x):
+        return self.inner._logp_and_grad(x)
+
+    def grad_logp(self, x):
+        self.own_calls += 1
+        self.n_grad_evals += x.shape[0]
+        return self.inner._grad(x)
+
+
+LEAPFROG_TARGETS = {**FORMULA_TARGETS, "neal-20": lambda: T.neal_gaussian(20)}
+
+
+@pytest.mark.parametrize("n_steps", [1, 2, 7])
+@pytest.mark.parametrize("target_name", LEAPFROG_TARGETS)
+def test_leapfrog_is_the_textbook_scheme_and_counts_its_gradients(target_name, n_steps):
+    """Equal to the textbook loop up to rounding (the inner steps carry h p, not p), through the fast
+    inner gradient (a plain target) and through a target's own grad_logp; inputs left alone."""
+    target = LEAPFROG_TARGETS[target_name]()
+    rng = np.random.default_rng(n_steps)
+    x0 = rng.standard_normal((5, target.dim))
+    p0 = rng.standard_normal((5, target.dim))
+    h = rng.uniform(0.05, 0.3, size=5)
+    expected_x, expected_p = textbook_leapfrog(target.grad_logp, x0, p0, h, n_steps)
+    expected_logp, start_grad = target.logp(expected_x), target.grad_logp(x0)
+    for tested in (target, OwnGradient(target)):
+        tested.reset_counters()
+        x0_before, p0_before = x0.copy(), p0.copy()
+        x, p, logp, grad = leapfrog(tested, x0, p0, start_grad, h, n_steps)
+        assert tested.n_grad_evals == 5 * n_steps             # n_steps - 1 inner gradients and the end one
+        assert tested.n_logp_evals == 5
+        np.testing.assert_allclose(x, expected_x, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(p, expected_p, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(logp, expected_logp, rtol=1e-10, atol=1e-12)
+        np.testing.assert_array_equal(x0, x0_before)          # the caller's arrays are left alone
+        np.testing.assert_array_equal(p0, p0_before)
+    assert tested.own_calls == n_steps - 1
+
+
+class WrongGradientShape(T.Target):
+    def _logp(self, x):
+        return -0.5 * np.sum(x**2, axis=1)
+
+    def _grad(self, x):
+        return -x[:, :1]                       # one column: would broadcast silently over p
+
+
+def test_leapfrog_refuses_a_gradient_of_the_wrong_shape_in_its_inner_steps():
+    x0 = np.ones((3, 2))
+    with pytest.raises(ValueError, match=r"gradient of logp of 'target' must have shape \(3, 2\)"):
+        leapfrog(WrongGradientShape(2), x0, np.zeros((3, 2)), -x0, np.full(3, 0.1), 3)

@@ -139,33 +139,6 @@ def test_logistic_nonfinite_weights_give_nonfinite_results():
     assert not np.any(np.all(np.isfinite(grad), axis=1))
 
 
-def test_leapfrog_in_place_is_the_textbook_leapfrog():
-    """The in-place leapfrog gives the same numbers as the textbook loop, leaves its inputs alone, and
-    costs n_steps gradients (the log density at the end point only)."""
-    from mcmc_lib.samplers.classic import leapfrog
-
-    target = T.neal_gaussian(20)
-    rng = np.random.default_rng(13)
-    x0, p0 = target.sample(rng, 3), rng.standard_normal((3, 20))
-    grad0 = target.grad_logp(x0)
-    h = np.array([0.01, 0.05, 0.1])
-    inputs = (x0.copy(), p0.copy(), grad0.copy())
-    target.reset_counters()
-    x, p, logp, grad = leapfrog(target, x0, p0, grad0, h, 7)
-    assert (target.n_grad_evals, target.n_logp_evals) == (3 * 7, 3)
-    for given, kept in zip((x0, p0, grad0), inputs):
-        np.testing.assert_array_equal(given, kept)
-    xr, pr = x0, p0 + 0.5 * h[:, None] * grad0
-    for i in range(7):
-        xr = xr + h[:, None] * pr
-        gr = target.grad_logp(xr)
-        pr = pr + (h[:, None] if i < 6 else 0.5 * h[:, None]) * gr
-    np.testing.assert_array_equal(x, xr)
-    np.testing.assert_array_equal(p, pr)
-    np.testing.assert_array_equal(grad, gr)
-    np.testing.assert_array_equal(logp, target.logp(xr))
-
-
 def test_autograd_target_and_counters():
     target = T.AutogradTarget(lambda x: -0.5 * anp.sum(x**2, axis=1) - anp.sum(anp.sin(x), axis=1), dim=3)
     x = np.random.default_rng(3).standard_normal((4, 3))
