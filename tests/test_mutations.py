@@ -11,8 +11,9 @@ U-turn criterion on hand-made momenta), parametrised over several seeds where ra
 So a planted bug is caught by every seed, not by a lucky random path; moment tests (the exactness
 tests of each sampler) catch most of these bugs too, but only with some probability.
 
-Chapter-specific mutations of M-CMA's and KMC's other parts live in tests/test_mcma.py,
-tests/test_kmc.py, tests/test_gsm.py and tests/test_nonrev_u.py.
+This file plants bugs in the shared library (samplers, adaptation rules, diagnostics). Each
+chapter's own planted bugs live beside its other tests, in tests/test_<chapter>.py (gsm, kmc, mamba,
+mcma, nonrev_u): `pytest tests/test_mamba.py -k planted` runs MAMBA's, for example.
 """
 import os
 from concurrent.futures import ThreadPoolExecutor
