@@ -688,6 +688,10 @@ def _chapter_streams(source):
                 unit = [SEED, key, i, r]
                 streams += [(f"{problem} {i} {r} mamba", unit + [0]), (f"{problem} {i} {r} grid", unit + [1])]
                 streams += [(f"{problem} {i} {r} eval {j}", unit + [2, j]) for j in range(3)]
+    for r in range(sizes["nn_n_reps"]):             # the network's SGNHT on the smaller grid (no heuristic)
+        unit = [SEED, 35, r]
+        streams += [(f"nn small grid {r} mamba", unit + [0]), (f"nn small grid {r} grid", unit + [1])]
+        streams += [(f"nn small grid {r} eval {j}", unit + [2, j]) for j in range(2)]
     streams += [(f"heuristic data {k}", [SEED, 33, k]) for k in range(sizes["n_data_draws"])]
     streams += [(f"blow-up {s}", [SEED, 34, s]) for s in (0, 1)]
     return streams
@@ -712,7 +716,7 @@ def test_chapter_random_streams_are_distinct():
     code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("#"))
     written = {k.strip() for k in re.findall(r"\[SEED(?:, ([^\]\[]*))?\]", code)}
     assert written == {"", "1", "3, i, r", "3, r", "3, sampler, r", "6, i", "20", "21", "key, i, r", "22, r", "30",
-                       "31", "32, r", "33, k", "33, k_cross", "34, int(stale)"}, written
+                       "31", "32, r", "33, k", "33, k_cross", "34, int(stale)", "35, r"}, written
     keys = {int(k) for k in re.findall(r"run_problem\(\"\w+\", \w+, (\d+)\)", source)}
     assert keys == {22, 32}, keys        # [SEED, 22|32, r] are the claims' replicate labels, not streams
     unit_streams = set(re.findall(r"default_rng\(\[\*seed, ([^\]]+)\]\)", source))
