@@ -394,6 +394,52 @@ def test_bad_arguments_raise_value_error_naming_them():
 
 
 # ---------------------------------------------------------------------------------------------
+# The stochastic-gradient KSD of appendix B.2
+# ---------------------------------------------------------------------------------------------
+def test_stochastic_ksd_with_the_full_batch_is_the_full_batch_ksd():
+    target = _small_logistic()
+    draws = np.array([0.7, -0.2, 0.4]) + 0.3 * np.random.default_rng(5).standard_normal((40, 3))
+    rng = np.random.default_rng(6)
+    assert np.array_equal(mb.stochastic_scores(target, draws, target.n_data, rng), mb.full_scores(target, draws))
+    ways = mb.ksd_four_ways(target, draws, target.n_data, rng, thin=5)
+    assert list(ways) == list(mb.KSD_WAYS)
+    assert ways["stochastic, all"] == ways["full, all"] == mb.stein_discrepancy(target, draws, "ksd", rng)
+    assert ways["stochastic, thinned"] == ways["full, thinned"] == mb.stein_discrepancy(target, draws[::5], "ksd", rng)
+    diverged = draws.copy()
+    diverged[3, 1] = np.nan
+    assert all(np.isinf(v) for v in mb.ksd_four_ways(target, diverged, 10, rng).values())
+
+
+def test_stochastic_scores_unbiased():
+    """The mean over many fresh minibatches at one point is the full-data score (logistic regression, PMF)."""
+    w = np.array([0.7, -0.2, 0.4])
+    for target, theta, batch in ((_small_logistic(), w, 15),
+                                 (_small_pmf(seed=2, n=60)[0], None, 6)):
+        if theta is None:
+            theta = 0.5 * np.random.default_rng(3).standard_normal(target.dim)
+        g = mb.stochastic_scores(target, np.tile(theta, (20_000, 1)), batch, np.random.default_rng(7))
+        exact = target.grad_logp(theta[None])[0]
+        se = g.std(axis=0) / np.sqrt(len(g))
+        assert np.all(np.abs(g.mean(axis=0) - exact) < 5 * se + 1e-9)
+
+
+def test_stochastic_ksd_excess_is_the_gradient_noise_over_m():
+    """E KSD_stoch^2 = KSD_full^2 + sum_m tr Cov(g_m) / M^2 (eq-mamba-sksd-bias): independent minibatches
+    across draws leave the off-diagonal terms unbiased; the exact covariance of a sample without replacement."""
+    target = _small_logistic()
+    n_data, batch, M = target.n_data, 10, 15
+    draws = np.array([0.7, -0.2, 0.4]) + 0.3 * np.random.default_rng(8).standard_normal((M, 3))
+    per_datum = (target.t[None, :] - 1 / (1 + np.exp(-draws @ target.X.T)))[..., None] * target.X[None]
+    trace = n_data**2 / batch * (n_data - batch) / (n_data - 1) * per_datum.var(axis=1).sum(axis=1)   # (M,)
+    expected = mb.ksd_four_ways(target, draws, n_data, np.random.default_rng(0))["full, all"] ** 2 \
+        + trace.sum() / M**2
+    rng = np.random.default_rng(9)
+    values = np.array([mb.ksd_four_ways(target, draws, batch, rng)["stochastic, all"] ** 2 for _ in range(3000)])
+    se = values.std() / np.sqrt(len(values))
+    assert abs(values.mean() - expected) < 5 * se, (values.mean(), expected, se)
+
+
+# ---------------------------------------------------------------------------------------------
 # Planted bugs must make the tests above fail
 # ---------------------------------------------------------------------------------------------
 MUTATIONS = {
@@ -413,6 +459,13 @@ MUTATIONS = {
                             "delta1 = hidden * g_hidden", "nn_logp_and_backprop"),
     "ece-bins": ("bins = np.clip((conf * n_bins).astype(int), 0, n_bins - 1)",
                  "bins = np.clip((conf * n_bins).astype(int), 0, n_bins)", "calibration_errors_by_hand"),
+    "stochastic-ksd-missing-N-over-n": (
+        "out[start:start + len(part)] = estimator._minibatch(part, idx)",
+        "out[start:start + len(part)] = (estimator._minibatch(part, idx) + part / target.prior_var) * idx.shape[1] "
+        "/ n_data - part / target.prior_var", "stochastic_scores_unbiased"),
+    "stochastic-ksd-shared-minibatch": (
+        "idx = np.stack([rng.choice(n_data, n, replace=False) for _ in range(len(part))])",
+        "idx = np.tile(rng.choice(n_data, n, replace=False), (len(part), 1))", "excess_is_the_gradient_noise"),
     "halving-keeps-worst": ("active = active[np.sort(order[:max(1, len(active) // eta)])]",
                             "active = active[np.sort(order[::-1][:max(1, len(active) // eta)])]",
                             "finds_best_arm"),
@@ -692,6 +745,11 @@ def _chapter_streams(source):
         unit = [SEED, 35, r]
         streams += [(f"nn small grid {r} mamba", unit + [0]), (f"nn small grid {r} grid", unit + [1])]
         streams += [(f"nn small grid {r} eval {j}", unit + [2, j]) for j in range(2)]
+    for p in range(len(sizes["b2_problems"])):      # appendix B.2: [SEED, 36, problem, r]
+        for r in range(sizes["b2_n_reps"]):
+            unit = [SEED, 36, p, r]
+            streams += [(f"b2 {p} {r} figure 4", unit + [1])]
+            streams += [(f"b2 {p} {r} figure 5 {j}", unit + [2, j]) for j in range(4)]
     streams += [(f"heuristic data {k}", [SEED, 33, k]) for k in range(sizes["n_data_draws"])]
     streams += [(f"blow-up {s}", [SEED, 34, s]) for s in (0, 1)]
     return streams
@@ -716,7 +774,8 @@ def test_chapter_random_streams_are_distinct():
     code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("#"))
     written = {k.strip() for k in re.findall(r"\[SEED(?:, ([^\]\[]*))?\]", code)}
     assert written == {"", "1", "3, i, r", "3, r", "3, sampler, r", "6, i", "20", "21", "key, i, r", "22, r", "30",
-                       "31", "32, r", "33, k", "33, k_cross", "34, int(stale)", "35, r"}, written
+                       "31", "32, r", "33, k", "33, k_cross", "34, int(stale)", "35, r",
+                       "36, p, r", "36, 0, r"}, written
     keys = {int(k) for k in re.findall(r"run_problem\(\"\w+\", \w+, (\d+)\)", source)}
     assert keys == {22, 32}, keys        # [SEED, 22|32, r] are the claims' replicate labels, not streams
     unit_streams = set(re.findall(r"default_rng\(\[\*seed, ([^\]]+)\]\)", source))
