@@ -919,3 +919,57 @@ def calibration_errors(prob, labels, n_bins: int = 10) -> tuple:
                  - np.bincount(bins, weights=conf, minlength=n_bins))       # |B_j| |acc_j - conf_j|
     filled = count > 0
     return float(gap.sum() / len(conf)), float(np.max(gap[filled] / count[filled]))
+
+
+KSD_WAYS = ("full, all", "full, thinned", "stochastic, all", "stochastic, thinned")
+
+
+def stochastic_scores(target, points, batch_size: int, rng, max_elements: int = 5_000_000) -> np.ndarray:
+    """Unbiased minibatch estimates (eq-mamba-sg) of grad log pi at points (M, d): the prior's gradient plus
+    N/n times the likelihood gradients of a fresh minibatch of batch_size rows per point, drawn uniformly
+    without replacement with rng, independently across points; the full-data score (full_scores) when
+    batch_size = N. Points are processed in chunks of about max_elements gathered values."""
+    rng = require_rng(rng)
+    points = np.asarray(points, dtype=float)
+    if points.ndim != 2 or points.shape[1] != target.dim:
+        raise ValueError(f"points must be an array (M, {target.dim}), got shape {points.shape}")
+    estimator = GradientEstimator(target, batch_size)
+    if estimator.full:
+        return full_scores(target, points)
+    n, n_data = estimator.batch_size, estimator.n_data
+    width = target.X.shape[1] if hasattr(target, "X") else 1_000
+    chunk = max(1, max_elements // (target.dim + n * width))
+    out = np.empty_like(points)
+    for start in range(0, len(points), chunk):
+        part = points[start:start + chunk]
+        idx = np.stack([rng.choice(n_data, n, replace=False) for _ in range(len(part))])
+        out[start:start + len(part)] = estimator._minibatch(part, idx)
+    return out
+
+
+def _ksd_or_inf(points, scores) -> float:
+    """diagnostics.ksd in row blocks of at most ~2e6 kernel entries; +inf for fewer than two points or
+    non-finite points or scores."""
+    if len(points) < 2 or not (np.all(np.isfinite(points)) and np.all(np.isfinite(scores))):
+        return math.inf
+    value = diagnostics.ksd(points, scores, block_size=max(1, min(512, 2_000_000 // len(points))))
+    return value if np.isfinite(value) else math.inf
+
+
+def ksd_four_ways(target, draws, batch_size: int, rng, thin: int = 5) -> dict:
+    """The KSD of draws (M, d) the four ways of the paper's appendix B.2 (keys KSD_WAYS): with full-data
+    scores or stochastic ones (stochastic_scores at batch_size, one fresh minibatch per draw), on all draws
+    or on every thin-th (from the first; the thinned stochastic KSD uses the same draws' stochastic scores).
+    +inf for non-finite draws or scores (a diverged chain) or fewer than two draws."""
+    draws = np.asarray(draws, dtype=float)
+    thin = require_int(thin, "thin", minimum=1)
+    if draws.ndim != 2 or draws.shape[1] != target.dim:
+        raise ValueError(f"draws must be an array (M, {target.dim}), got shape {draws.shape}")
+    if not np.all(np.isfinite(draws)):
+        return dict.fromkeys(KSD_WAYS, math.inf)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        full = full_scores(target, draws)
+        stochastic = stochastic_scores(target, draws, batch_size, rng)
+        return {"full, all": _ksd_or_inf(draws, full), "full, thinned": _ksd_or_inf(draws[::thin], full[::thin]),
+                "stochastic, all": _ksd_or_inf(draws, stochastic),
+                "stochastic, thinned": _ksd_or_inf(draws[::thin], stochastic[::thin])}
