@@ -451,8 +451,15 @@ MUTATIONS = {
     "minibatch-epoch-overlap": ("            self.pos += n\n", "            self.pos += n - 1\n", "once_per_epoch"),
     "sgnht-one-thermostat": ("xi = xi + np.add.reduceat(v**2, starts, axis=1) / sizes - h[:, None]",
                              "xi = xi + np.mean(v**2, axis=1, keepdims=True) - h[:, None]", "thermostat"),
-    "budget-no-ceiling": ("n_steps = max(affordable, min(min_steps, below))", "n_steps = max(affordable, min_steps)",
-                          "exceeds_its_budget"),
+    "round-budget-carried-over": (
+        "n_steps = steps_for_budget(sampler, per_arm, budget_kind)",
+        "n_steps = steps_for_budget(sampler, sum(halving_budgets(len(configs), budget, eta)[:i + 1]) - spent[arms[0]], "
+        "budget_kind)", "spends_more_than_its_round_budget"),
+    "priced-out-given-min-steps": (
+        "n_steps = steps_for_budget(sampler, per_arm, budget_kind)",
+        "n_steps = max(min_steps, steps_for_budget(sampler, per_arm, budget_kind))", "priced_out"),
+    "unscored-ranked-first": ("metrics = np.where(np.isfinite(metrics), metrics, np.inf)",
+                              "metrics = np.where(np.isfinite(metrics), metrics, -np.inf)", "scored_one"),
     "pmf-missing-scale": ("w = (scale * self.alpha) * resid[..., None]", "w = self.alpha * resid[..., None]",
                           "pmf_logp_and_gradients"),
     "nn-softmax-jacobian": ("delta1 = hidden * (g_hidden - np.sum(g_hidden * hidden, axis=-1, keepdims=True))",
@@ -466,8 +473,8 @@ MUTATIONS = {
     "stochastic-ksd-shared-minibatch": (
         "idx = np.stack([rng.choice(n_data, n, replace=False) for _ in range(len(part))])",
         "idx = np.tile(rng.choice(n_data, n, replace=False), (len(part), 1))", "excess_is_the_gradient_noise"),
-    "halving-keeps-worst": ("active = active[np.sort(order[:max(1, len(active) // eta)])]",
-                            "active = active[np.sort(order[::-1][:max(1, len(active) // eta)])]",
+    "halving-keeps-worst": ("keep = order[:max(1, len(active) // eta)]",
+                            "keep = order[::-1][:max(1, len(active) // eta)]",
                             "finds_best_arm"),
 }
 
@@ -512,25 +519,6 @@ def test_adaptive_thinning_keeps_enough_draws():
     run = mb.run_sgmcmc(sampler, sampler.init(np.zeros((2, 3)), rng), rng, 0.02, "seconds", thin=10, min_kept=5)
     assert run.thin in (1, 2, 10) and len(run.samples) >= min(5, run.n_steps)
     assert len(run.samples) == len(range(0, run.n_steps, run.thin))  # the kept draws are every thin-th
-
-
-def test_every_arm_is_scored_in_every_round():
-    """Arms whose minimum of two steps per round fits in the budget plus one step keep two draws and
-    are scored in every round, even when a round's budget buys less than two steps (SGHMC's L = 5 at a
-    10% batch costs 0.5 a step, r0 = 0.75); arms dearer than that (the full batch: 5 and 10 a step,
-    against R = 3) take what the budget allows and then rank last."""
-    target = _small_logistic(n=400)
-    configs = mb.make_grid("sghmc", [-2, -2.5, -3], [400, 40, 4], (5, 10))
-    result = mb.mamba(target, configs, np.zeros(3), 3.0, np.random.default_rng(4), metric="fssd")
-    k = len(result.halving.rounds)
-    for row in result.log:
-        step = row["n_leapfrog"] * row["batch_size"] / 400
-        if (2 * k - 1) * step < 3.0 - 1e-9 and not row["diverged"]:      # its last step starts below R
-            assert np.isfinite(row["metric"]) and row["kept"] >= 2, row
-        if row["batch_size"] == 400:
-            assert row["round"] > 0 or row["steps"] == 1
-    assert any(row["over_budget"] for row in result.log)            # two steps beyond the round's allowance
-    assert result.best.batch_size != 400
 
 
 class NoisyGaussianMean(targets.Target):
@@ -660,46 +648,142 @@ def test_pmf_and_network_thermostat_blocks(make_target, n_blocks):
 
 
 # ---------------------------------------------------------------------------------------------
-# Issue 15: a MAMBA run never spends more than its budget plus one step
+# Issue 15: MAMBA follows the paper's clock: each round's budget r_i, never more, nothing carried over
 # ---------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("budget_kind,budget,n_arms_per_batch", [("gradients", 3.0, 3), ("gradients", 0.7, 3),
-                                                                   ("model", 0.01, 3), ("gradients", 40.0, 9)])
-def test_mamba_never_exceeds_its_budget_by_more_than_one_step(budget_kind, budget, n_arms_per_batch):
-    """Cheap and expensive arms (a full batch and SGHMC's L = 10 cost more than a round's budget): the
-    steps each arm took, times its step's cost, never sum to more than the budget of an arm that survives
-    every round (R when the arm count is a power of eta) plus one step's cost."""
+def _step_cost(target, c, budget_kind, cost_model):
+    s = mb.SGMCMC(target, c.sampler, c.step_size, c.batch_size, c.n_leapfrog, cost_model=cost_model)
+    return s.cost_per_step if budget_kind == "gradients" else s.model_cost_per_step
+
+
+@pytest.mark.parametrize("sampler,budget_kind,budget,n_arms_per_batch",
+                         [("sghmc", "gradients", 3.0, 3), ("sghmc", "gradients", 0.7, 3), ("sghmc", "model", 0.05, 3),
+                          ("sghmc", "gradients", 40.0, 9), ("sgld", "gradients", 6.0, 9), ("sgnht", "model", 0.01, 3)])
+def test_mamba_never_spends_more_than_its_round_budget(sampler, budget_kind, budget, n_arms_per_batch):
+    """Cheap and expensive arms (the full batch, and SGHMC's L = 10, whose step costs more than r_0 at R = 3):
+    in round i each arm takes exactly the floor(r_i / step) steps that r_i buys, or none when that is fewer
+    than two, so it never spends more than r_i in a round, nor more than the sum of the r_i in all (R when
+    the arm count is a power of eta)."""
     target = _small_logistic(n=400)
     cost = mb.CostModel([0.001, 0.01, 0.1, 1.0], 1e-4 * np.array([1.0, 4.0, 20.0, 70.0]))
-    log10_h = np.linspace(-2, -3, n_arms_per_batch)
-    configs = mb.make_grid("sghmc", log10_h, [400, 40, 4], (5, 10))
+    configs = mb.make_grid(sampler, np.linspace(-2, -3, n_arms_per_batch), [400, 40, 4], (5, 10))
     result = mb.mamba(target, configs, np.zeros(3), budget, np.random.default_rng(12), metric="ksd",
                       budget_kind=budget_kind, cost_model=cost)
-    ceiling = sum(mb.halving_budgets(len(configs), budget, 3))
+    budgets = mb.halving_budgets(len(configs), budget, 3)
     if len(configs) in (27, 81):
-        assert np.isclose(ceiling, budget)
-    for arm, c in enumerate(configs):
-        s = mb.SGMCMC(target, c.sampler, c.step_size, c.batch_size, c.n_leapfrog, cost_model=cost)
-        step = s.cost_per_step if budget_kind == "gradients" else s.model_cost_per_step
+        assert np.isclose(sum(budgets), budget)
+    for row in result.log:
+        step = _step_cost(target, configs[row["arm"]], budget_kind, cost)
+        affordable = int(np.floor(budgets[row["round"]] / step + 1e-9))
+        assert row["budget"] == budgets[row["round"]]
+        assert row["steps"] == (affordable if affordable >= 2 else 0), (row, affordable)
+        assert np.isclose(row["round_spent"], row["steps"] * step)
+        assert row["round_spent"] <= row["budget"] * (1 + 1e-12), row
+    for arm in range(len(configs)):
         rows = [row for row in result.log if row["arm"] == arm]
-        total = sum(row["steps"] for row in rows) * step
-        assert total <= ceiling + step + 1e-9 * ceiling, (c, total, ceiling, step)
-        assert np.isclose(rows[-1]["spent"], total)
+        assert np.isclose(rows[-1]["spent"], sum(row["round_spent"] for row in rows))
+        assert rows[-1]["spent"] <= sum(budgets) * (1 + 1e-12)
     best = [row for row in result.log if configs[row["arm"]] == result.best]
-    assert len(best) == len(result.halving.rounds)                    # the chosen arm ran every round
-    if budget == 40.0:                                                 # ample: the chosen arm spends R
-        s = mb.SGMCMC(target, "sghmc", 1e-3, result.best.batch_size, result.best.n_leapfrog)
-        assert budget - s.cost_per_step < best[-1]["spent"] <= budget + 1e-9
+    assert len(best) == len(result.halving.rounds) and not best[-1]["priced_out"]   # ran every round, scored
+    if sampler == "sghmc" and budget_kind == "gradients" and budget == 3.0:      # L = 10 at 10%: 1 > r_0 / 2
+        assert any(row["priced_out"] and row["n_leapfrog"] == 10 and row["batch_size"] == 40 for row in result.log)
 
 
-def test_mamba_seconds_budget_is_capped_too():
-    """With a wall-clock budget a step starts only before the arm's budget is spent: no arm runs for
-    more than R plus about one step (a step here takes far less than the slack allowed)."""
+def test_priced_out_arm_takes_no_step_and_is_scored_once_affordable():
+    """One cheap arm (a batch of 40: 0.1 per step) and eight full-batch arms (1 per step) with R = 4: r_0 = 1
+    buys the full batch one step, so it takes none and is priced out (ranked after the cheap arm); two of
+    them fill the survivors' places in grid order (advanced_unscored = 2); r_1 = 3 buys them three steps,
+    and they are scored there."""
+    target = _small_logistic(n=400)
+    configs = [mb.SGConfig("sgld", 1e-3, 40)] + [mb.SGConfig("sgld", h, 400) for h in np.logspace(-2.5, -4.5, 8)]
+    result = mb.mamba(target, configs, np.zeros(3), 4.0, np.random.default_rng(14), metric="ksd")
+    assert [r["budget"] for r in result.halving.rounds] == [1.0, 3.0]
+    first = {row["arm"]: row for row in result.log if row["round"] == 0}
+    assert first[0]["steps"] == 10 and np.isfinite(first[0]["metric"]) and not first[0]["priced_out"]
+    for arm in range(1, 9):
+        assert first[arm]["priced_out"] and first[arm]["steps"] == 0 and first[arm]["kept"] == 0
+        assert first[arm]["metric"] == np.inf and first[arm]["round_spent"] == 0.0
+    assert result.halving.rounds[1]["arms"].tolist() == [0, 1, 2]          # the scored arm first, then grid order
+    assert result.halving.rounds[0]["advanced_unscored"] == 2
+    assert [first[a]["advanced"] for a in range(9)] == [True, True, True] + [False] * 6
+    second = {row["arm"]: row for row in result.log if row["round"] == 1}
+    for arm in (1, 2):
+        assert second[arm]["steps"] == 3 and not second[arm]["priced_out"]
+        assert np.isfinite(second[arm]["metric"]) and second[arm]["spent"] == 3.0
+    assert result.halving.rounds[1]["advanced_unscored"] == 0
+
+
+@pytest.mark.parametrize("metric", ["ksd", "fssd"])
+def test_every_arm_not_priced_out_nor_diverged_is_scored(metric):
+    """Issue 15's requirement: an arm that is not priced out and has not diverged has a finite score in
+    every round it runs, and is priced out exactly when r_i buys it fewer than two steps (SGHMC's L = 5 at a
+    10% batch costs 0.5 a step: scored in both rounds, r_0 = 0.75 and r_1 = 2.25; L = 10 costs 1: priced out
+    in round 0 only; the full batch, 5 and 10 a step: priced out in every round). An arm scored in round 0
+    is scored in every later round it runs (r_i grows with i)."""
+    target = _small_logistic(n=400)
+    configs = mb.make_grid("sghmc", [-2, -2.5, -3], [400, 40, 4], (5, 10))
+    result = mb.mamba(target, configs, np.zeros(3), 3.0, np.random.default_rng(4), metric=metric)
+    budgets = [r["budget"] for r in result.halving.rounds]
+    for row in result.log:
+        step = row["n_leapfrog"] * row["batch_size"] / 400
+        assert row["priced_out"] == (np.floor(budgets[row["round"]] / step + 1e-9) < 2), row
+        if not row["priced_out"] and not row["diverged"]:
+            assert np.isfinite(row["metric"]) and row["kept"] >= 2, row
+        if row["priced_out"]:
+            assert row["steps"] == 0 and row["metric"] == np.inf
+        if row["round"] > 0 and not row["priced_out"]:
+            assert row["steps"] >= 2
+    scored0 = {row["arm"] for row in result.log if row["round"] == 0 and not row["priced_out"]}
+    assert not any(row["priced_out"] for row in result.log if row["arm"] in scored0)
+    assert result.best.batch_size != 400
+
+
+def _check_scored_first(result):
+    """A priced-out (or otherwise unscored) arm never goes on while a scored arm of its round is eliminated,
+    and advanced_unscored counts the unscored arms that went on."""
+    rounds = result.halving.rounds
+    for i, rd in enumerate(rounds[:-1]):
+        finite = np.isfinite(rd["metrics"])
+        survivors = np.isin(rd["arms"], rounds[i + 1]["arms"])
+        if np.any(survivors & ~finite):
+            assert np.all(survivors[finite]), i
+        assert rd["advanced_unscored"] == int(np.sum(survivors & ~finite))
+        for row in result.log:
+            if row["round"] == i:
+                assert row["advanced"] == (row["arm"] in rounds[i + 1]["arms"])
+
+
+@pytest.mark.parametrize("budget", [0.7, 3.0, 12.0])
+def test_priced_out_arm_never_survives_ahead_of_a_scored_one(budget):
+    target = _small_logistic(n=400)
+    configs = mb.make_grid("sghmc", [-2, -2.5, -3], [400, 40, 4], (5, 10))
+    result = mb.mamba(target, configs, np.zeros(3), budget, np.random.default_rng(15), metric="ksd")
+    _check_scored_first(result)
+    if budget == 0.7:          # 3 arms scored in round 0 (a batch of 4, L = 5), 6 survive
+        assert result.halving.rounds[0]["advanced_unscored"] == 3
+
+
+def test_successive_halving_ranks_unscored_arms_after_scored_ones_in_grid_order():
+    scores = np.array([np.inf, np.nan, 5.0, np.inf, 1.0, np.inf, np.inf, np.inf, np.inf])
+    result = mb.successive_halving(9, lambda arms, b, i: scores[arms], budget=4.0, eta=3)
+    assert result.rounds[1]["arms"].tolist() == [0, 2, 4]     # 4 and 2 scored; 0 the first unscored
+    assert result.rounds[0]["advanced_unscored"] == 1 and result.best == 4
+
+
+def test_mamba_seconds_budget_follows_the_round_clock():
+    """With a wall-clock budget a step starts only while the arm's clock is below r_i: no arm runs for more
+    than r_i plus about one step in a round (a step here takes far less than the slack allowed), and an arm
+    with fewer than two steps is priced out."""
     target = _small_logistic(n=400)
     configs = mb.make_grid("sgld", [-2, -3, -4], [40, 400, 4])
     result = mb.mamba(target, configs, np.zeros(3), 0.09, np.random.default_rng(13), metric="ksd",
                       budget_kind="seconds")
-    ceiling = sum(mb.halving_budgets(len(configs), 0.09, 3))
-    assert max(row["spent"] for row in result.log) < ceiling + 0.02
+    for row in result.log:
+        assert row["round_spent"] < row["budget"] + 0.02, row
+        assert row["priced_out"] == (row["steps"] < 2)
+        if not row["priced_out"] and not row["diverged"]:
+            assert np.isfinite(row["metric"])
+    assert max(row["spent"] for row in result.log) < sum(mb.halving_budgets(len(configs), 0.09, 3)) + 0.04
+    _check_scored_first(result)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -320,13 +320,12 @@ def steps_for_budget(sampler: SGMCMC, budget: float, budget_kind: str) -> int:
 
 
 def run_sgmcmc(sampler: SGMCMC, state: SGState, rng, budget: float, budget_kind: str = "gradients",
-               thin: int = 1, min_kept: int = 1, min_steps: int = 1, min_steps_within: float | None = None,
-               n_steps: int | None = None) -> SGRun:
+               thin: int = 1, min_kept: int = 1, min_steps: int = 1, n_steps: int | None = None) -> SGRun:
     """Run ``sampler`` from ``state`` for ``budget`` gradient evaluations per chain, modelled seconds
     (``model``: both a fixed number of steps) or wall-clock ``seconds``; at least ``min_steps`` steps.
-    ``n_steps`` (counted budgets only) fixes the number of steps instead. Under a time budget,
-    ``min_steps_within`` (seconds) limits the minimum: a step beyond the budget starts only before then.
-    The minibatch stream's first epoch is drawn before the clock starts.
+    ``n_steps`` (counted budgets only) fixes the number of steps instead. Under a time budget a step
+    starts while the clock is below ``budget`` (or while fewer than ``min_steps`` have run). The minibatch
+    stream's first epoch is drawn before the clock starts.
 
     Keeps every ``thin``-th state, starting with the first, unless that would keep fewer than
     ``min_kept`` draws: then the thinning is lowered (adaptive thinning), to n_steps // min_kept for
@@ -344,7 +343,6 @@ def run_sgmcmc(sampler: SGMCMC, state: SGState, rng, budget: float, budget_kind:
     min_steps = require_int(min_steps, "min_steps", minimum=1)
     if n_steps is not None and budget_kind == "seconds":
         raise ValueError("n_steps fixes the steps of a counted budget, not of budget_kind 'seconds'")
-    limit = math.inf if min_steps_within is None else float(min_steps_within)
     sampler.grad_fn.start(rng, state.x.shape[0])
     kept = []
     start = time.perf_counter()
@@ -360,8 +358,7 @@ def run_sgmcmc(sampler: SGMCMC, state: SGState, rng, budget: float, budget_kind:
     else:
         strides = _stride_chain(thin)
         level, n_steps = 0, 0
-        while (time.perf_counter() - start < budget
-               or (n_steps < min_steps and time.perf_counter() - start < limit)):
+        while time.perf_counter() - start < budget or n_steps < min_steps:
             state = sampler.step(rng, state)
             if n_steps % strides[level] == 0:
                 kept.append(state.x)
@@ -372,7 +369,7 @@ def run_sgmcmc(sampler: SGMCMC, state: SGState, rng, budget: float, budget_kind:
             n_steps += 1
         stride = strides[level]
     if not kept:
-        raise ValueError("the run took no step: give a positive budget, min_steps or min_steps_within")
+        raise ValueError("the run took no step: give a positive budget or min_steps")
     samples = np.stack(kept)
     diverged = ~np.all(np.isfinite(samples), axis=(0, 2)) | ~np.all(np.isfinite(state.x), axis=1)
     return SGRun(samples, state, n_steps, time.perf_counter() - start, diverged, stride)
@@ -454,9 +451,11 @@ def successive_halving(n_arms: int, pull, budget: float, eta: int = 3) -> Halvin
     """Successive halving with the budget of eq. (eq-mamba-halving).
 
     pull(arms, per_arm_budget, round) runs the arms (an index array) for per_arm_budget more and
-    returns one metric per arm, lower is better; a non-finite metric ranks last, and a round with
-    no finite metric raises NoFiniteScoreError. ``budget`` is R, the total budget of an arm that
-    survives every round.
+    returns one metric per arm, lower is better; a non-finite metric (a diverged or priced-out arm) ranks
+    after every finite one, ties in grid order, and a round with no finite metric raises
+    NoFiniteScoreError. ``budget`` is R, the total budget of an arm that survives every round. Each round
+    records ``advanced_unscored``: the arms without a finite metric that went on to the next round because
+    fewer arms had one than survive (0 in the last round, whose best arm has a finite metric).
     """
     budgets = halving_budgets(n_arms, budget, eta)
     eta = int(eta)
@@ -469,12 +468,15 @@ def successive_halving(n_arms: int, pull, budget: float, eta: int = 3) -> Halvin
         metrics = np.where(np.isfinite(metrics), metrics, np.inf)
         if not np.any(np.isfinite(metrics)):
             raise NoFiniteScoreError(f"round {i}: none of the {len(active)} arms {active.tolist()} has a finite "
-                                     "score, so the round cannot rank them (every chain diverged or no arm "
-                                     "kept enough draws)")
-        order = np.argsort(metrics, kind="stable")
-        result.rounds.append({"arms": active.copy(), "budget": per_arm, "metrics": metrics})
+                                     "score, so the round cannot rank them (every chain diverged or was "
+                                     "priced out: the round's budget buys it fewer than two steps)")
+        order = np.argsort(metrics, kind="stable")      # finite metrics first; ties in grid order
+        keep = order[:max(1, len(active) // eta)]
+        advancing = keep if i + 1 < len(budgets) else order[:1]
+        result.rounds.append({"arms": active.copy(), "budget": per_arm, "metrics": metrics,
+                              "advanced_unscored": int(np.sum(~np.isfinite(metrics[advancing])))})
         result.best = int(active[order[0]])
-        active = active[np.sort(order[:max(1, len(active) // eta)])]
+        active = active[np.sort(keep)]
     return result
 
 
@@ -483,7 +485,7 @@ class MambaResult:
     best: SGConfig
     configs: list
     halving: HalvingResult
-    log: list            # one dict per (round, arm): config, budget, steps, metric, diverged
+    log: list            # one dict per (round, arm): config, budget, steps, priced_out, metric, ...
     seconds: float
 
 
@@ -504,14 +506,15 @@ def mamba(target, configs, x0, budget: float, rng, metric: str = "ksd", eta: int
     (``budget_kind``); centre: the control variates' centre. Each arm-round keeps every ``thin``-th
     draw, or more when that would keep fewer than ``min_kept`` (adaptive thinning).
 
-    Budget accounting: an arm's allowance in round i is its budgets of rounds 0..i minus what it has
-    spent, so a round's overspending is repaid in the next. It runs what its allowance buys, or
-    ``min_steps`` steps (2: enough to be scored) if that is more, but a step starts only while the
-    arm has spent less than the budget of an arm that survives every round (the sum of
-    ``halving_budgets``: R when the arm counts divide exactly): no arm ever spends more than that plus
-    one step's cost. An arm that has spent it takes no step and ranks last. The log records per arm-round the steps, the thinning,
-    ``spent`` (the arm's total so far), ``overspend_steps`` ((spent - that budget) / the cost of a step,
-    at most 1) and ``over_budget`` when the minimum went beyond the allowance.
+    The paper's clock: in round i every surviving arm runs for r_i (``halving_budgets``) and is scored on
+    that round's draws; a round's budget never carries over to the next. Counted budgets: the arm takes
+    the floor(r_i / cost per step) steps r_i buys; if that is fewer than ``min_steps`` (2, the fewest that
+    can be scored) it takes no step and is *priced out*: its metric is +inf, so it ranks after every scored
+    arm, like a diverged one. Seconds: the arm runs while its clock is below r_i and is priced out if it
+    took fewer than ``min_steps`` steps. No arm spends more than r_i in a round (seconds: up to the timing
+    of its last step). The log has one row per arm-round: the config, ``budget`` (r_i), ``steps``, ``thin``,
+    ``kept``, ``round_spent`` and ``spent`` (this round's and the arm's total spending), ``priced_out``,
+    ``metric``, ``diverged`` and ``advanced`` (it went on to the next round; in the last round: chosen).
     """
     rng = require_rng(rng)
     if not configs or not all(isinstance(c, SGConfig) for c in configs):
@@ -524,62 +527,53 @@ def mamba(target, configs, x0, budget: float, rng, metric: str = "ksd", eta: int
     if x0.shape != (target.dim,) or not np.all(np.isfinite(x0)):
         raise ValueError(f"x0 must be a finite array of shape ({target.dim},), got {x0.shape}")
     thin = require_int(thin, "thin", minimum=1)
+    min_steps = require_int(min_steps, "min_steps", minimum=1)
     if budget_kind == "model" and cost_model is None:
         raise ValueError("budget_kind 'model' needs a cost_model")
     states: dict = {}
     log = []
     start = time.perf_counter()
-
     spent = np.zeros(len(configs))      # each arm's spending so far (budget units)
-    allowed = np.zeros(len(configs))    # its budgets of the rounds so far
-    ceiling = sum(halving_budgets(len(configs), budget, eta))   # a surviving arm's budget: R, or a little more
+
+    def row(i, a, per_arm, **values):
+        return {"round": i, "arm": int(a), **configs[a].__dict__, "budget": per_arm, **values}
 
     def run_group(arms, per_arm, i):
         cfg = configs[arms[0]]
         sampler = SGMCMC(target, cfg.sampler, [configs[a].step_size for a in arms], cfg.batch_size,
                          cfg.n_leapfrog, centre, cost_model=cost_model)
-        allowed[arms] += per_arm
-        have, left = allowed[arms[0]] - spent[arms[0]], ceiling - spent[arms[0]]
-        if np.ptp(spent[arms]) > 0:
-            raise RuntimeError("the arms of a group must have spent the same")   # same config, same rounds
+        n_steps = None
         if budget_kind != "seconds":
-            cost = sampler.cost_per_step if budget_kind == "gradients" else sampler.model_cost_per_step
-            affordable = max(0, int(math.floor(have / cost + 1e-9)))
-            below = max(0, int(math.ceil(left / cost - 1e-9)))    # steps that start before the ceiling
-            n_steps = max(affordable, min(min_steps, below))
-        else:
-            n_steps = None if left > 0 else 0
-        if n_steps == 0:                    # the ceiling reached: no step, ranked last
-            for a in arms:
-                log.append({"round": i, "arm": int(a), **configs[a].__dict__, "budget": per_arm, "steps": 0,
-                            "thin": thin, "kept": 0, "over_budget": False, "spent": float(spent[a]),
-                            "overspend_steps": math.nan, "metric": math.inf, "diverged": False})
-            return [math.inf] * len(arms)
-        if i == 0:
+            n_steps = steps_for_budget(sampler, per_arm, budget_kind)    # what this round's r_i buys
+            if n_steps < min_steps:         # priced out: no step this round, ranked last
+                for a in arms:
+                    log.append(row(i, a, per_arm, steps=0, thin=thin, kept=0, round_spent=0.0,
+                                   spent=float(spent[a]), priced_out=True, metric=math.inf, diverged=False))
+                return [math.inf] * len(arms)
+        fresh = [a not in states for a in arms]
+        if all(fresh):                      # an arm's first round that it runs (round 0, or priced out so far)
             state = sampler.init(np.tile(x0, (len(arms), 1)), rng)
+        elif any(fresh):
+            raise RuntimeError("the arms of a group must share their history")   # same config, same rounds
         else:
             rows = [states[a] for a in arms]
             state = SGState(*(np.stack([r[k] for r in rows]) for k in range(3)))
         if budget_kind != "seconds":
             out = run_sgmcmc(sampler, state, rng, 0.0, budget_kind, thin, min_kept, n_steps=n_steps)
-            spent[arms] += n_steps * cost
-            over = n_steps > affordable
-            step_cost = cost
+            used = n_steps * (sampler.cost_per_step if budget_kind == "gradients" else sampler.model_cost_per_step)
         else:
-            out = run_sgmcmc(sampler, state, rng, max(have, 0.0), budget_kind, thin, min_kept, min_steps,
-                             min_steps_within=left)
-            spent[arms] += out.seconds
-            over = out.seconds > have
-            step_cost = out.seconds / out.n_steps
+            out = run_sgmcmc(sampler, state, rng, per_arm, budget_kind, thin, min_kept)
+            used = out.seconds
+        priced_out = out.n_steps < min_steps    # under a time budget: too few steps within r_i to be scored
         values = []
         for j, a in enumerate(arms):
             states[a] = tuple(part[j] for part in out.state)
-            value = stein_discrepancy(target, out.samples[:, j], metric, rng, max_points)
+            spent[a] += used
+            value = math.inf if priced_out else stein_discrepancy(target, out.samples[:, j], metric, rng, max_points)
             values.append(value)
-            log.append({"round": i, "arm": int(a), **configs[a].__dict__, "budget": per_arm,
-                        "steps": out.n_steps, "thin": out.thin, "kept": len(out.samples), "over_budget": over,
-                        "spent": float(spent[a]), "overspend_steps": float((spent[a] - ceiling) / step_cost),
-                        "metric": value, "diverged": bool(out.diverged[j])})
+            log.append(row(i, a, per_arm, steps=out.n_steps, thin=out.thin, kept=len(out.samples),
+                           round_spent=float(used), spent=float(spent[a]), priced_out=bool(priced_out),
+                           metric=value, diverged=bool(out.diverged[j])))
         return values
 
     def pull(active, per_arm, i):
@@ -597,6 +591,11 @@ def mamba(target, configs, x0, budget: float, rng, metric: str = "ksd", eta: int
         return [metrics[int(a)] for a in active]
 
     halving = successive_halving(len(configs), pull, budget, eta)
+    rounds = halving.rounds
+    for entry in log:                                 # which arms went on (in the last round: the chosen one)
+        i = entry["round"]
+        entry["advanced"] = (entry["arm"] in set(rounds[i + 1]["arms"].tolist()) if i + 1 < len(rounds)
+                             else entry["arm"] == halving.best)
     return MambaResult(configs[halving.best], list(configs), halving, log, time.perf_counter() - start)
 
 
