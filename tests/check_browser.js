@@ -100,6 +100,9 @@
     if (!alt || /^[0-9a-f]{16,}(\.\w+)?$/i.test(alt) || alt === src.split("/").pop() || /\.(png|jpe?g|svg|gif)$/i.test(alt)) {
       problems.push(`figure without alt text (alt="${alt.slice(0, 40)}"): ${src.split("/").pop()} ${describe(img)}`);
     }
+    if (!img.closest("a[href]")) {
+      problems.push(`figure that does not open at full size (no link around it; book.js adds one): ${describe(img)}`);
+    }
     if (MIN_FIGURE_SCALE > 0 && img.naturalWidth > 0) {
       const scale = img.getBoundingClientRect().width / img.naturalWidth;
       if (scale < MIN_FIGURE_SCALE) {

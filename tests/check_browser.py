@@ -6,7 +6,8 @@ For every page of ``_build/html/book/`` at 1,400 px and 400 px window width this
   fit without scrolling;
 - a figure is shown at less than ``MIN_FIGURE_SCALE`` of its pixel width at 1,400 px (its tick labels
   and legend would be below about 9 px: matplotlib's 10 pt text at 100 dpi is 14 px), or has no alt
-  text (a hashed file name counts as none);
+  text (a hashed file name counts as none), or does not open at full size (book.js wraps each figure in
+  a link to its image: on a phone a multi-panel figure fitted to the column cannot be read otherwise);
 - raw LaTeX (``$...$``, ``\\frac``, ``\\(``) or raw MyST (``{glue:text}``, ``{literalinclude}``,
   ``{cite}``, fences) reaches the visible text, the sidebar or the page title;
 - the page scrolls sideways, or requests anything from the network (the book must read offline).

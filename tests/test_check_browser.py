@@ -20,8 +20,8 @@ PAGE = """<!DOCTYPE html><html><head><meta name="viewport" content="width=device
 GOOD = """
 <p>Plain text with a price of 5 dollars and code <code>$x$ \\frac</code>.</p>
 <div class="scroll"><table><tr><td><div style="width: 900px">a wide table in a scroll container</div></td></tr></table></div>
-<img alt="A scatter plot of draws" width="300" height="100"
-     src="data:image/svg+xml;utf8,<svg xmlns='http://www.w3.org/2000/svg' width='300' height='100'/>">
+<a href="scatter.svg"><img alt="A scatter plot of draws" width="300" height="100"
+     src="data:image/svg+xml;utf8,<svg xmlns='http://www.w3.org/2000/svg' width='300' height='100'/>"></a>
 <pre>```{glue:text}` in code is fine</pre>
 """
 
@@ -66,6 +66,7 @@ def test_each_defect_is_found(browser, tmp_path):
     assert "overflows the column without a scroll cue" in text
     assert "cut at the edge without a scroll cue" in text
     assert "figure without alt text" in text
+    assert "figure that does not open at full size" in text
     assert "in the page title" in text
     problems, _ = check(browser, tmp_path, BAD, width=400)
     assert any("the page scrolls sideways" in p for p in problems)
