@@ -377,11 +377,15 @@ def _commit(provenance) -> str:
     return provenance["commit"] + (" with uncommitted changes" if provenance.get("uncommitted_changes") else "")
 
 
+def _units(n: int) -> str:
+    return f"{n} unit" + ("" if n == 1 else "s")
+
+
 def _describe_store(stored, path, changed) -> str:
     since = ("the code is unchanged since" if not changed else
              f"{' and '.join(changed)} changed since, so a rerun (make paper) may differ")
     return (f"{stored['profile'].capitalize()}-profile results from the committed store "
-            f"({path.parent.name}/{path.name}: {stored['n_units']} units, commit {_commit(stored)}, "
+            f"({path.parent.name}/{path.name}: {_units(stored['n_units'])}, commit {_commit(stored)}, "
             f"{stored['date'][:10]}, {_duration(stored.get('unit_cpu_seconds_total') or stored['unit_seconds_total'])} of computing on "
             f"{stored['machine']['cores']} cores); {since}.")
 
@@ -389,7 +393,7 @@ def _describe_store(stored, path, changed) -> str:
 def _describe_run(provenance, path, written) -> str:
     profile = provenance["profile"]
     head = (f"{profile.capitalize()}-profile results computed in this {'run' if written else 'build'} "
-            f"({provenance['n_units']} units, commit {_commit(provenance)})")
+            f"({_units(provenance['n_units'])}, commit {_commit(provenance)})")
     if written is not None:
         return f"{head}, written to the store ({path.parent.name}/{path.name})."
     if path.exists():
