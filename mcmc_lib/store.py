@@ -1,4 +1,4 @@
-"""The committed store of paper-profile results, and the largest-scale results available.
+"""The committed stores of paper- and default-profile results, and the largest-scale results available.
 
 A paper-profile run takes hours, so its results are committed: ``results/paper/<chapter>/<name>.json``
 holds every unit's parameters, seed, compute time and result (a summary), and the run's provenance
@@ -19,6 +19,10 @@ experiment's results through one call, at every profile::
 - at ``default`` it returns the stored paper-profile results when they exist, else runs the units of
   the active profile; the provenance line says which, and whether the code (mcmc_lib and the unit
   functions) has changed since the stored run;
+- at ``default``, where no paper-profile results are stored, it takes the committed default-profile
+  results (``results/default/<chapter>/<name>.json``) when they hold exactly these units and the code
+  they ran is unchanged, which is what the build would compute (timings aside); else it runs the
+  units. ``MCMC_BOOK_STORE=refresh`` (``make default-store``) runs them and rewrites that store;
 - at ``smoke`` it always runs the units, so that CI exercises the code and the regression references
   stay smoke-size. ``MCMC_BOOK_STORE=on`` or ``off`` overrides this for default and smoke.
 
@@ -26,7 +30,8 @@ The results come back with their parameters (``params``, ``seeds``) and the ``si
 at, so a chapter builds its tables from what was run, not from the active profile's sizes.
 
 ``python -m mcmc_lib.store [chapter ...]`` (``make paper``) executes chapters at the paper profile,
-which fills the store: by default every chapter that uses ``Experiments`` or ``largest_scale``.
+which fills the store: by default every chapter that uses ``Experiments`` or ``largest_scale``;
+``--profile default`` (``make default-store``) fills the default store the same way.
 """
 from __future__ import annotations
 
@@ -48,21 +53,26 @@ from . import units as unit_runner
 from .profiles import active_profile
 
 STORE_ENV = "MCMC_BOOK_STORE"
+STORED_PROFILES = ("paper", "default")
 STORE_FORMAT = 2                     # 2: large numeric arrays in results as base64 (1: decimals)
 READABLE_FORMATS = (1, 2)
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
 
 
-def store_directory(store_dir=None) -> Path:
-    """``results/paper`` at the repository root, unless ``store_dir`` is given."""
-    return Path(store_dir) if store_dir is not None else unit_runner.repository_root() / "results" / "paper"
+def store_directory(store_dir=None, profile: str = "paper") -> Path:
+    """The store of ``profile``'s results: ``results/<profile>`` at the repository root. ``store_dir``,
+    when given, is the paper store; the other profiles' stores are beside it (``<store_dir>/../default``)."""
+    if profile not in STORED_PROFILES:
+        raise ValueError(f"profile must be one of {STORED_PROFILES}, got {profile!r}")
+    paper = Path(store_dir) if store_dir is not None else unit_runner.repository_root() / "results" / "paper"
+    return paper if profile == "paper" else paper.parent / profile
 
 
-def store_path(chapter: str, name: str, store_dir=None) -> Path:
+def store_path(chapter: str, name: str, store_dir=None, profile: str = "paper") -> Path:
     for label, value in (("chapter", chapter), ("name", name)):
         if not isinstance(value, str) or not _NAME.match(value):
             raise ValueError(f"{label} must be a file-name-safe string (letters, digits, _ . -), got {value!r}")
-    return store_directory(store_dir) / chapter / f"{name}.json"
+    return store_directory(store_dir, profile) / chapter / f"{name}.json"
 
 
 # ---------------------------------------------------------------- provenance
@@ -149,9 +159,9 @@ def _provenance(units, stats, profile: str, code: dict | None = None) -> dict:
 
 def write_store(chapter: str, name: str, units, results, stats, sizes=None, profile: str = "paper",
                 store_dir=None) -> Path:
-    """Write an experiment's unit results and provenance to ``results/paper/<chapter>/<name>.json``."""
-    return _write(store_path(chapter, name, store_dir), _provenance(units, stats, profile), units, results,
-                  stats, sizes)
+    """Write an experiment's unit results and provenance to ``results/<profile>/<chapter>/<name>.json``."""
+    return _write(store_path(chapter, name, store_dir, profile), _provenance(units, stats, profile), units,
+                  results, stats, sizes)
 
 
 def _write(path: Path, provenance: dict, units, results, stats, sizes) -> Path:
@@ -175,9 +185,9 @@ def _write(path: Path, provenance: dict, units, results, stats, sizes) -> Path:
     return path
 
 
-def read_store(chapter: str, name: str, store_dir=None) -> dict | None:
+def read_store(chapter: str, name: str, store_dir=None, profile: str = "paper") -> dict | None:
     """The stored record with values decoded (arrays, numpy scalars and tuples restored), or None."""
-    path = store_path(chapter, name, store_dir)
+    path = store_path(chapter, name, store_dir, profile)
     if not path.exists():
         return None
     record = json.loads(path.read_text())
@@ -212,12 +222,30 @@ def _shows_store(profile: str) -> bool:
     return profile != "paper" and use_store(profile)
 
 
+def store_setting() -> str:
+    """``MCMC_BOOK_STORE``: auto (the default), on, off, or refresh (see the module docstring)."""
+    setting = os.environ.get(STORE_ENV, "auto").strip().lower() or "auto"
+    if setting not in ("auto", "on", "off", "refresh"):
+        raise ValueError(f"{STORE_ENV} must be auto, on, off or refresh, got {setting!r}")
+    return setting
+
+
 def use_store(profile: str) -> bool:
     """Whether a default or smoke build shows stored paper-profile results (see the module docstring)."""
-    setting = os.environ.get(STORE_ENV, "auto").strip().lower() or "auto"
-    if setting not in ("auto", "on", "off"):
-        raise ValueError(f"{STORE_ENV} must be auto, on or off, got {setting!r}")
-    return setting == "on" or (setting == "auto" and profile == "default")
+    setting = store_setting()
+    return setting == "on" or (setting in ("auto", "refresh") and profile == "default")
+
+
+def _reads_own_store(profile: str) -> bool:
+    """Whether a build may take its own profile's results from the store (the default store), rather than
+    compute them: not when it refreshes that store, and not at the paper profile, which fills its own."""
+    return profile in STORED_PROFILES and profile != "paper" and store_setting() in ("auto", "on")
+
+
+def _writes_own_store(profile: str) -> bool:
+    """Whether a run writes its results to its profile's store: always at the paper profile, and at the
+    default profile when ``MCMC_BOOK_STORE=refresh`` (``make default-store``)."""
+    return profile == "paper" or (profile in STORED_PROFILES and store_setting() == "refresh")
 
 
 def largest_scale(chapter: str, name: str, units, sizes=None, store_dir=None, same_units: bool = False,
@@ -239,13 +267,28 @@ def _largest_scale(chapter, name, units, sizes, store_dir, same_units, read_reco
         record = read_record()
         if record is not None and (not same_units or _same_units(record, units)):
             return _from_store(record, units, path)
+    own_path = store_path(chapter, name, store_dir, profile) if profile in STORED_PROFILES else None
+    if _reads_own_store(profile):
+        stored = _current_record(read_store(chapter, name, store_dir, profile), units)
+        if stored is not None:
+            return _from_store(stored, units, own_path)
     run_options.setdefault("label", f"{chapter}/{name}")
     code = experiment_code(units)            # before running: a unit run here may change what its code reads
     results, stats = unit_runner.run_with_stats(units, **run_options)
     provenance = _provenance(units, stats, profile, code)
-    written = _write(path, provenance, units, results, stats, sizes) if profile == "paper" else None
+    written = (_write(own_path, provenance, units, results, stats, sizes) if _writes_own_store(profile)
+               else None)
     return ExperimentResults(results, [u.params for u in units], [u.seed for u in units], sizes, profile, "run",
                              False, _describe_run(provenance, path, written), provenance)
+
+
+def _current_record(record, units):
+    """A record of the build's own profile when it holds exactly ``units`` and their code is unchanged
+    since (so it is what this build would compute, timings aside), else None: unlike paper-profile
+    results, which no build can recompute, a stale record of the build's own profile is recomputed."""
+    if record is None or not _same_units(record, units) or code_changes(record["provenance"], units):
+        return None
+    return record
 
 
 def _unit_signature(function: str, params, seed) -> str:
@@ -384,8 +427,10 @@ def _units(n: int) -> str:
 def _describe_store(stored, path, changed) -> str:
     since = ("the code is unchanged since" if not changed else
              f"{' and '.join(changed)} changed since, so a rerun (make paper) may differ")
+    if stored["profile"] != "paper":
+        since = "the units and their code are unchanged since, so this build takes them rather than recompute them"
     return (f"{stored['profile'].capitalize()}-profile results from the committed store "
-            f"({path.parent.name}/{path.name}: {_units(stored['n_units'])}, commit {_commit(stored)}, "
+            f"({path.parent.parent.name}/{path.parent.name}/{path.name}: {_units(stored['n_units'])}, commit {_commit(stored)}, "
             f"{stored['date'][:10]}, {_duration(stored.get('unit_cpu_seconds_total') or stored['unit_seconds_total'])} of computing on "
             f"{stored['machine']['cores']} cores); {since}.")
 
@@ -395,7 +440,7 @@ def _describe_run(provenance, path, written) -> str:
     head = (f"{profile.capitalize()}-profile results computed in this {'run' if written else 'build'} "
             f"({_units(provenance['n_units'])}, commit {_commit(provenance)})")
     if written is not None:
-        return f"{head}, written to the store ({path.parent.name}/{path.name})."
+        return f"{head}, written to the store ({written.parent.parent.name}/{written.parent.name}/{written.name})."
     if path.exists():
         return f"{head}; the stored paper-profile results are not used at the {profile} profile."
     return f"{head}; no paper-profile results are stored for this experiment yet."
@@ -482,10 +527,10 @@ def _compute_seconds(entry: dict) -> float:
     return float(entry["seconds"] if cpu is None else cpu)
 
 
-def store_costs(store_dir=None) -> dict:
-    """{chapter: [unit seconds per stored experiment]} from the committed store."""
+def store_costs(store_dir=None, profile: str = "paper") -> dict:
+    """{chapter: [unit seconds per stored experiment]} from the committed store of ``profile``."""
     sets = {}
-    for path in sorted(store_directory(store_dir).glob("*/*.json")):
+    for path in sorted(store_directory(store_dir, profile).glob("*/*.json")):
         record = json.loads(path.read_text())
         sets.setdefault(path.parent.name, []).append([_compute_seconds(row) for row in record["units"]])
     return sets
@@ -521,19 +566,21 @@ def print_costs(sets: dict, title: str) -> None:
 
 
 def main(argv=None) -> int:
-    """``python -m mcmc_lib.store [chapter ...]``: execute chapters at the paper profile;
-    ``--costs store|cache``: what the stored runs (or the units in the cache) cost, and would cost on
-    16 and 64 workers."""
+    """``python -m mcmc_lib.store [chapter ...]``: execute chapters at the paper profile (``--profile
+    default``: at the default profile, rewriting the default store); ``--costs store|cache``: what the
+    stored runs of that profile (or the units in the cache) cost, and would cost on 16 and 64 workers."""
     parser = argparse.ArgumentParser(prog="python -m mcmc_lib.store", description=main.__doc__)
     parser.add_argument("chapters", nargs="*", help="chapters to run (default: every chapter calling largest_scale)")
+    parser.add_argument("--profile", choices=STORED_PROFILES, default="paper", help="the profile to run or cost")
     parser.add_argument("--costs", choices=("store", "cache"), help="report costs instead of running")
     options = parser.parse_args(sys.argv[1:] if argv is None else argv)
     root = unit_runner.repository_root()
-    book_dir, out_dir = root / "book", root / "_build" / "paper"
+    book_dir, out_dir = root / "book", root / "_build" / options.profile
     if options.costs:
-        sets = store_costs() if options.costs == "store" else cache_costs(book_dir)
-        print_costs(sets, f"Unit costs ({'the committed store' if options.costs == 'store' else 'the unit cache'}); "
-                          "wall times projected with each experiment's units shared over the workers:")
+        sets = store_costs(profile=options.profile) if options.costs == "store" else cache_costs(book_dir)
+        source = f"the committed {options.profile} store" if options.costs == "store" else "the unit cache"
+        print_costs(sets, f"Unit costs ({source}); wall times projected with each experiment's units shared "
+                          "over the workers:")
         return 0
     stems = options.chapters or chapters_using_store(book_dir)
     if not stems:
@@ -543,16 +590,18 @@ def main(argv=None) -> int:
     if missing:
         print(f"No chapter {', '.join(missing)} in {book_dir}", file=sys.stderr)
         return 1
-    os.environ["MCMC_BOOK_PROFILE"] = "paper"     # the kernels inherit it
+    os.environ["MCMC_BOOK_PROFILE"] = options.profile     # the kernels inherit both
+    if options.profile != "paper":
+        os.environ[STORE_ENV] = "refresh"
     failed = []
     for stem in stems:
         start = time.perf_counter()
-        print(f"[{time.strftime('%H:%M:%S')}] {stem}: executing at the paper profile", flush=True)
+        print(f"[{time.strftime('%H:%M:%S')}] {stem}: executing at the {options.profile} profile", flush=True)
         if not execute_chapter(book_dir / f"{stem}.md", out_dir):
             failed.append(stem)
         print(f"[{time.strftime('%H:%M:%S')}] {stem}: {'failed' if stem in failed else 'done'} after "
               f"{_duration(time.perf_counter() - start)}", flush=True)
-    print(f"Stored results: {store_directory()}; executed notebooks: {out_dir}")
+    print(f"Stored results: {store_directory(profile=options.profile)}; executed notebooks: {out_dir}")
     if failed:
         print(f"Failed: {', '.join(failed)}", file=sys.stderr)
     return 1 if failed else 0

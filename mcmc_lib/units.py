@@ -118,6 +118,25 @@ class Unit:
         return f"Unit({function_name(self.fn)}, {self.params!r}, seed={self.seed!r})"
 
 
+def trial_chunks(fn, params: Mapping, seed, n_trials: int, chunk_trials: int | None = None,
+                 trials_param: str = "n_trials") -> list[Unit]:
+    """The units of ``n_trials`` independent trials of ``fn`` (``fn(seed=..., **params, n_trials=k)``
+    runs k of them): one unit with ``seed`` when ``chunk_trials`` is None; else consecutive chunks of at
+    most ``chunk_trials`` trials, chunk k seeded ``[*seed, k]``, so that a cell too long for one sitting
+    resumes chunk by chunk and spreads over workers. The chunks' results, in order, hold the cell's
+    trials (independent draws, not the same draws as the one-unit cell)."""
+    if isinstance(n_trials, bool) or not isinstance(n_trials, int) or n_trials < 1:
+        raise ValueError(f"n_trials must be a positive integer, got {n_trials!r}")
+    if chunk_trials is None:
+        return [Unit(fn, {**params, trials_param: n_trials}, seed)]
+    if isinstance(chunk_trials, bool) or not isinstance(chunk_trials, int) or chunk_trials < 1:
+        raise ValueError(f"chunk_trials must be a positive integer or None, got {chunk_trials!r}")
+    seed = canonical_seed(seed)
+    base = seed if isinstance(seed, list) else [seed]
+    return [Unit(fn, {**params, trials_param: min(chunk_trials, n_trials - start)}, [*base, k])
+            for k, start in enumerate(range(0, n_trials, chunk_trials))]
+
+
 def _checked_params(fn, params) -> dict:
     if not isinstance(params, Mapping):
         raise ValueError(f"params must be a dict of keyword parameters, got {type(params).__name__}")

@@ -93,6 +93,15 @@ MUTATIONS = {
     "u-turn-without-metric": (NUTS, "sharp = self.inv_metric", "sharp = 1.0", "test_nuts.py", "u_turn"),
     "divergence-counted-as-nonfinite": (NUTS, "                self.divergent = True",
                                         "                self.nonfinite = True", "test_nuts.py", "divergences"),
+    # --- the committed default store: read only for the same units and unchanged code
+    "default-store-ignores-code": ("mcmc_lib/store.py",
+                                   'if record is None or not _same_units(record, units) or code_changes(record["provenance"], units):',
+                                   "if record is None or not _same_units(record, units):",
+                                   "test_units.py", "default_build_takes_its_own"),
+    "default-store-ignores-units": ("mcmc_lib/store.py",
+                                    'if record is None or not _same_units(record, units) or code_changes(record["provenance"], units):',
+                                    'if record is None or code_changes(record["provenance"], units):',
+                                    "test_units.py", "default_build_takes_its_own"),
     # --- diagnostics
     "ess-of-stuck-chain-is-N": (DIAG, "if np.all(chains_2d == first):\n        return 0.0",
                                 "if np.all(chains_2d == first):\n        return float(chains_2d.size)",

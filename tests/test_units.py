@@ -402,6 +402,22 @@ def test_compact_encoding_round_trips_exactly_and_is_shorter():
     assert len(compact) < 0.7 * len(json.dumps(units.encode(value)))
 
 
+def test_trial_chunks_split_a_cell_into_independent_seeded_units():
+    trial = cell(TRIAL)["trial"]
+    whole = units.trial_chunks(trial, {"scale": 1.5}, [7, 2], 25, trials_param="n")
+    assert len(whole) == 1 and whole[0].params == {"scale": 1.5, "n": 25} and whole[0].seed == [7, 2]
+    chunks = units.trial_chunks(trial, {"scale": 1.5}, [7, 2], 25, chunk_trials=10, trials_param="n")
+    assert [u.params["n"] for u in chunks] == [10, 10, 5]
+    assert [u.seed for u in chunks] == [[7, 2, 0], [7, 2, 1], [7, 2, 2]]
+    assert all(u.params["scale"] == 1.5 for u in chunks)
+    assert units.trial_chunks(trial, {}, 3, 4, chunk_trials=10, trials_param="n")[0].seed == [3, 0]
+    for bad in (0, 2.5, True):
+        with pytest.raises(ValueError, match="n_trials"):
+            units.trial_chunks(trial, {}, 3, bad)
+        with pytest.raises(ValueError, match="chunk_trials"):
+            units.trial_chunks(trial, {}, 3, 4, chunk_trials=bad)
+
+
 # ---------------------------------------------------------------- the paper-profile store
 
 
@@ -443,6 +459,88 @@ def test_store_round_trip_with_provenance_and_code_changes(tmp_path, cache_dir, 
     monkeypatch.setenv("MCMC_BOOK_PROFILE", "smoke")
     smoke = store.largest_scale("demo", "exp", unit_list[:1], **options)
     assert smoke.source == "run" and "not used at the smoke profile" in smoke.provenance
+
+
+def test_a_default_build_takes_its_own_stored_results_only_for_the_same_units_and_code(tmp_path, monkeypatch):
+    """The default store is a committed record of what a default build computes: read only when it holds
+    exactly the build's units and their code is unchanged (else the units run), written only by
+    MCMC_BOOK_STORE=refresh (make default-store), and never preferred to paper-profile results."""
+    trial = cell(TRIAL)["trial"]
+    counter = tmp_path / "calls.txt"
+    unit_list = make_units(trial, count=3, counter=str(counter))
+    options = dict(store_dir=tmp_path / "paper", cache="off", jobs=1)
+    default_path = tmp_path / "default" / "demo" / "exp.json"
+
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "default")
+    built = store.largest_scale("demo", "exp", unit_list, sizes={"n": 20}, **options)
+    assert built.source == "run" and calls(counter) == 3 and not default_path.exists()   # a build writes nothing
+
+    monkeypatch.setenv("MCMC_BOOK_STORE", "refresh")
+    refreshed = store.largest_scale("demo", "exp", unit_list, sizes={"n": 20}, **options)
+    assert calls(counter) == 6 and default_path.exists()
+    assert "written to the store (default/demo/exp.json)" in refreshed.provenance
+    assert json.loads(default_path.read_text())["provenance"]["profile"] == "default"
+    store.largest_scale("demo", "exp", unit_list, sizes={"n": 20}, **options)            # refresh never reads it
+    assert calls(counter) == 9
+    monkeypatch.delenv("MCMC_BOOK_STORE")
+
+    shown = store.largest_scale("demo", "exp", unit_list, **options)
+    assert calls(counter) == 9 and shown.source == "store" and shown.profile == "default"
+    assert_identical(shown.values, refreshed.values)
+    assert shown.sizes == {"n": 20} and not shown.code_changed
+    assert "Default-profile results from the committed store (default/demo/exp.json" in shown.provenance
+    assert "unchanged since" in shown.provenance
+
+    # other units, changed code, or another profile: the units run
+    assert store.largest_scale("demo", "exp", unit_list[:2], **options).source == "run"
+    assert calls(counter) == 11
+    changed = cell(TRIAL.replace("* scale", "* scale * 2"))["trial"]
+    assert store.largest_scale("demo", "exp", make_units(changed, count=3, counter=str(counter)),
+                               **options).source == "run"
+    assert calls(counter) == 14
+    with monkeypatch.context() as patched:
+        patched.setattr(units, "library_code_hash", lambda *args, **kwargs: "another mcmc_lib")
+        assert store.largest_scale("demo", "exp", unit_list, **options).source == "run"
+    assert calls(counter) == 17
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "smoke")
+    assert store.largest_scale("demo", "exp", unit_list, **options).source == "run"
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "default")
+    monkeypatch.setenv("MCMC_BOOK_STORE", "off")
+    assert store.largest_scale("demo", "exp", unit_list, **options).source == "run"
+    monkeypatch.delenv("MCMC_BOOK_STORE")
+    assert calls(counter) == 23
+
+    # paper-profile results, where they exist, come first
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "paper")
+    store.largest_scale("demo", "exp", make_units(trial, count=4), **options)
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "default")
+    assert store.largest_scale("demo", "exp", unit_list, **options).profile == "paper"
+    assert store.store_costs(tmp_path / "paper", profile="default")["demo"][0] == \
+        [row["cpu_seconds"] for row in json.loads(default_path.read_text())["units"]]
+    with pytest.raises(ValueError, match="MCMC_BOOK_STORE"):
+        monkeypatch.setenv("MCMC_BOOK_STORE", "sometimes")
+        store.largest_scale("demo", "exp", unit_list, **options)
+    with pytest.raises(ValueError, match="profile"):
+        store.store_path("demo", "exp", profile="smoke")
+
+
+def test_store_command_runs_chapters_at_the_profile_it_fills(monkeypatch, capsys):
+    """make paper and make default-store: the chapters' kernels inherit the profile, and at default the
+    refresh setting that rewrites the default store (a plain default build never writes it)."""
+    seen = []
+    monkeypatch.setattr(store, "execute_chapter", lambda chapter, out_dir: seen.append(
+        (chapter.stem, out_dir.name, os.environ["MCMC_BOOK_PROFILE"], os.environ.get("MCMC_BOOK_STORE"))) or True)
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "smoke")             # main sets both: restored after the test
+    monkeypatch.setenv("MCMC_BOOK_STORE", "auto")
+    monkeypatch.delenv("MCMC_BOOK_STORE")
+    assert store.main(["kmc"]) == 0
+    assert seen[-1] == ("kmc", "paper", "paper", None)
+    assert store.main(["--profile", "default", "kmc", "mamba"]) == 0
+    assert seen[-2:] == [("kmc", "default", "default", "refresh"), ("mamba", "default", "default", "refresh")]
+    assert "results/default" in capsys.readouterr().out
+    assert store.main(["no-such-chapter"]) == 1
+    with pytest.raises(SystemExit):
+        store.main(["--profile", "smoke"])
 
 
 def test_write_store_and_read_store(tmp_path, cache_dir):
