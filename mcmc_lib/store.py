@@ -16,9 +16,8 @@ experiment's results through one call, at every profile::
 
 - at the ``paper`` profile it runs the units (cached and resumable: ``mcmc_lib.units``) and writes
   the store;
-- at ``default`` it returns the stored paper-profile results when they exist, else runs the units of
-  the active profile; the provenance line says which, and whether the code (mcmc_lib and the unit
-  functions) has changed since the stored run;
+- at ``default`` it returns the stored paper-profile results when they exist; the provenance line says
+  so, and whether the code (mcmc_lib and the unit functions) has changed since the stored run;
 - at ``default``, where no paper-profile results are stored, it takes the committed default-profile
   results (``results/default/<chapter>/<name>.json``) when they hold exactly these units and the code
   they ran is unchanged, which is what the build would compute (timings aside); else it runs the
