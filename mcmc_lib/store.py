@@ -267,10 +267,12 @@ def _largest_scale(chapter, name, units, sizes, store_dir, same_units, read_reco
         if record is not None and (not same_units or _same_units(record, units)):
             return _from_store(record, units, path)
     own_path = store_path(chapter, name, store_dir, profile) if profile in STORED_PROFILES else None
+    outdated = None                          # the build's own stored record, when it is of other units or code
     if _reads_own_store(profile):
-        stored = _current_record(read_store(chapter, name, store_dir, profile), units)
-        if stored is not None:
-            return _from_store(stored, units, own_path)
+        own = read_store(chapter, name, store_dir, profile)
+        if _current_record(own, units) is not None:
+            return _from_store(own, units, own_path)
+        outdated = own_path if own is not None else None
     run_options.setdefault("label", f"{chapter}/{name}")
     code = experiment_code(units)            # before running: a unit run here may change what its code reads
     results, stats = unit_runner.run_with_stats(units, **run_options)
@@ -278,7 +280,7 @@ def _largest_scale(chapter, name, units, sizes, store_dir, same_units, read_reco
     written = (_write(own_path, provenance, units, results, stats, sizes) if _writes_own_store(profile)
                else None)
     return ExperimentResults(results, [u.params for u in units], [u.seed for u in units], sizes, profile, "run",
-                             False, _describe_run(provenance, path, written), provenance)
+                             False, _describe_run(provenance, path, written, outdated), provenance)
 
 
 def _current_record(record, units):
@@ -423,23 +425,31 @@ def _units(n: int) -> str:
     return f"{n} unit" + ("" if n == 1 else "s")
 
 
+def _relative(path: Path) -> str:
+    """A stored file as ``<profile>/<chapter>/<name>.json``."""
+    return "/".join(path.parts[-3:])
+
+
 def _describe_store(stored, path, changed) -> str:
     since = ("the code is unchanged since" if not changed else
              f"{' and '.join(changed)} changed since, so a rerun (make paper) may differ")
     if stored["profile"] != "paper":
         since = "the units and their code are unchanged since, so this build takes them rather than recompute them"
     return (f"{stored['profile'].capitalize()}-profile results from the committed store "
-            f"({path.parent.parent.name}/{path.parent.name}/{path.name}: {_units(stored['n_units'])}, commit {_commit(stored)}, "
+            f"({_relative(path)}: {_units(stored['n_units'])}, commit {_commit(stored)}, "
             f"{stored['date'][:10]}, {_duration(stored.get('unit_cpu_seconds_total') or stored['unit_seconds_total'])} of computing on "
             f"{stored['machine']['cores']} cores); {since}.")
 
 
-def _describe_run(provenance, path, written) -> str:
+def _describe_run(provenance, path, written, outdated=None) -> str:
     profile = provenance["profile"]
     head = (f"{profile.capitalize()}-profile results computed in this {'run' if written else 'build'} "
             f"({_units(provenance['n_units'])}, commit {_commit(provenance)})")
+    if outdated is not None:
+        head += (f"; the committed ones ({_relative(outdated)}) are of other units or other code "
+                 "(make default-store refreshes them)")
     if written is not None:
-        return f"{head}, written to the store ({written.parent.parent.name}/{written.parent.name}/{written.name})."
+        return f"{head}, written to the store ({_relative(written)})."
     if path.exists():
         return f"{head}; the stored paper-profile results are not used at the {profile} profile."
     return f"{head}; no paper-profile results are stored for this experiment yet."

@@ -492,8 +492,9 @@ def test_a_default_build_takes_its_own_stored_results_only_for_the_same_units_an
     assert "unchanged since" in shown.provenance
 
     # other units, changed code, or another profile: the units run
-    assert store.largest_scale("demo", "exp", unit_list[:2], **options).source == "run"
-    assert calls(counter) == 11
+    other = store.largest_scale("demo", "exp", unit_list[:2], **options)
+    assert other.source == "run" and calls(counter) == 11
+    assert "the committed ones (default/demo/exp.json) are of other units or other code" in other.provenance
     changed = cell(TRIAL.replace("* scale", "* scale * 2"))["trial"]
     assert store.largest_scale("demo", "exp", make_units(changed, count=3, counter=str(counter)),
                                **options).source == "run"
