@@ -238,13 +238,13 @@ def use_store(profile: str) -> bool:
 def _reads_own_store(profile: str) -> bool:
     """Whether a build may take its own profile's results from the store (the default store), rather than
     compute them: not when it refreshes that store, and not at the paper profile, which fills its own."""
-    return profile in STORED_PROFILES and profile != "paper" and store_setting() in ("auto", "on")
+    return profile == "default" and store_setting() in ("auto", "on")
 
 
 def _writes_own_store(profile: str) -> bool:
     """Whether a run writes its results to its profile's store: always at the paper profile, and at the
     default profile when ``MCMC_BOOK_STORE=refresh`` (``make default-store``)."""
-    return profile == "paper" or (profile in STORED_PROFILES and store_setting() == "refresh")
+    return profile == "paper" or (profile == "default" and store_setting() == "refresh")
 
 
 def largest_scale(chapter: str, name: str, units, sizes=None, store_dir=None, same_units: bool = False,
@@ -431,10 +431,12 @@ def _relative(path: Path) -> str:
 
 
 def _describe_store(stored, path, changed) -> str:
-    since = ("the code is unchanged since" if not changed else
-             f"{' and '.join(changed)} changed since, so a rerun (make paper) may differ")
-    if stored["profile"] != "paper":
+    if stored["profile"] != "paper":         # read only while unchanged (_current_record)
         since = "the units and their code are unchanged since, so this build takes them rather than recompute them"
+    elif not changed:
+        since = "the code is unchanged since"
+    else:
+        since = f"{' and '.join(changed)} changed since, so a rerun (make paper) may differ"
     return (f"{stored['profile'].capitalize()}-profile results from the committed store "
             f"({_relative(path)}: {_units(stored['n_units'])}, commit {_commit(stored)}, "
             f"{stored['date'][:10]}, {_duration(stored.get('unit_cpu_seconds_total') or stored['unit_seconds_total'])} of computing on "
