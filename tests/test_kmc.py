@@ -6,7 +6,7 @@ import autograd
 import autograd.numpy as anp
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import linalg, stats
 
 from mcmc_lib import targets as T
 from mcmc_lib.harness import run
@@ -60,6 +60,20 @@ def test_lite_solution_minimises_the_regularised_objective(regulariser):
     assert np.max(np.abs(gradient)) < 1e-6
     for _ in range(3):   # and it is a minimum
         assert penalised(alpha + 0.01 * rng.normal(size=6)) > penalised(alpha)
+
+
+def test_finite_fit_in_place_equals_the_formulas_bit_for_bit():
+    """finite_b_C and fit_finite work in place (the arrays are 2 GB at Figure 2's largest cells); their
+    values must stay those of the plain formulas exactly, so that results stored before stay valid."""
+    rng = np.random.default_rng(11)
+    feats = K.RandomFeatures.rational_quadratic(rng, 3, 40)
+    X = rng.normal(size=(60, 3))
+    b, C = K.finite_b_C(feats, X)
+    S = feats.sin_part(X)
+    np.testing.assert_array_equal(b, feats.phi(X).mean(axis=0) * feats.c)
+    np.testing.assert_array_equal(C, (2.0 / (feats.m * len(X))) * (S.T @ S) * (feats.omega.T @ feats.omega))
+    np.testing.assert_array_equal(K.fit_finite(feats, X, 0.1),
+                                  linalg.solve(C + 0.1 * np.eye(feats.m), b, assume_a="pos"))
 
 
 def test_finite_objective_and_solution_match_brute_force():
