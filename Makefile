@@ -38,7 +38,8 @@ help:
 	@echo "make default-store - run chapters at the default profile into results/default/, which make book"
 	@echo "                then reads while the units and their code are unchanged (CHAPTERS picks)"
 	@echo "make paper-costs - what the stored paper runs cost, projected on 16 and 64 workers"
-	@echo "                (COSTS=default: the stored default runs; COSTS=cache: the unit cache)"
+	@echo "                (COSTS=default: the stored default runs; COSTS=cache: the unit cache;"
+	@echo "                COSTS=checkpoint: what unfinished paper runs have done)"
 	@echo "make env        - create .venv with the pins of requirements.txt"
 	@echo "make clean      - remove _build (the book, the unit cache, executed notebooks)"
 	@echo "make help       - this list"
@@ -139,7 +140,8 @@ default-store: $(STAMP)
 	    $(if $(filter command line,$(origin CHAPTERS)),$(basename $(notdir $(CHAPTERS))))
 
 # What the stored paper-profile runs cost, and would cost on 16 and 64 workers (COSTS=default: the
-# stored default-profile runs; COSTS=cache: the units in the unit cache, whatever profile filled it).
+# stored default-profile runs; COSTS=cache: the units in the unit cache, whatever profile filled it;
+# COSTS=checkpoint: the finished units of unfinished paper runs, results/paper/*/checkpoint/).
 paper-costs: $(STAMP)
 	$(BIN)/python -m mcmc_lib.store $(if $(filter default,$(COSTS)),--costs store --profile default,--costs $${COSTS:-store})
 

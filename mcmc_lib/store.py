@@ -15,7 +15,9 @@ experiment's results through one call, at every profile::
 (``largest_scale`` is the same for one experiment on its own, with the results' ``params``.)
 
 - at the ``paper`` profile it runs the units (cached and resumable: ``mcmc_lib.units``) and writes
-  the store;
+  the store; until it does, each finished unit is also kept in ``results/paper/<chapter>/checkpoint/``
+  (``checkpoint_directory``), which is committed, so that a run longer than a machine's life resumes
+  on another from a clone;
 - at ``default`` it returns the stored paper-profile results when they exist; the provenance line says
   so, and whether the code (mcmc_lib and the unit functions) has changed since the stored run;
 - at ``default``, where no paper-profile results are stored, it takes the committed default-profile
@@ -72,6 +74,13 @@ def store_path(chapter: str, name: str, store_dir=None, profile: str = "paper") 
         if not isinstance(value, str) or not _NAME.match(value):
             raise ValueError(f"{label} must be a file-name-safe string (letters, digits, _ . -), got {value!r}")
     return store_directory(store_dir, profile) / chapter / f"{name}.json"
+
+
+def checkpoint_directory(chapter: str, store_dir=None) -> Path:
+    """Where a chapter's unfinished paper run keeps its finished units (``mcmc_lib.units.UnitCheckpoint``):
+    ``results/paper/<chapter>/checkpoint/``, committed with the store so that the run resumes from a
+    clone on another machine; emptied of each experiment's units once its results are stored."""
+    return store_path(chapter, "checkpoint", store_dir).with_suffix("")
 
 
 # ---------------------------------------------------------------- provenance
@@ -274,11 +283,15 @@ def _largest_scale(chapter, name, units, sizes, store_dir, same_units, read_reco
             return _from_store(own, units, own_path)
         outdated = own_path if own is not None else None
     run_options.setdefault("label", f"{chapter}/{name}")
+    if profile == "paper":                   # hours of work: kept in the repository as it finishes
+        run_options.setdefault("checkpoint", checkpoint_directory(chapter, store_dir))
     code = experiment_code(units)            # before running: a unit run here may change what its code reads
     results, stats = unit_runner.run_with_stats(units, **run_options)
     provenance = _provenance(units, stats, profile, code)
     written = (_write(own_path, provenance, units, results, stats, sizes) if _writes_own_store(profile)
                else None)
+    if written is not None and run_options.get("checkpoint") is not None:
+        unit_runner.UnitCheckpoint(run_options["checkpoint"]).remove(units)   # stored now
     return ExperimentResults(results, [u.params for u in units], [u.seed for u in units], sizes, profile, "run",
                              False, _describe_run(provenance, path, written, outdated), provenance)
 
@@ -567,6 +580,16 @@ def cache_costs(book_dir: Path, cache=None) -> dict:
     return sets
 
 
+def checkpoint_costs(store_dir=None) -> dict:
+    """{chapter: [unit seconds per unit function]} of the units in the chapters' checkpoints: what their
+    unfinished paper runs have done so far."""
+    sets = {}
+    for folder in sorted(store_directory(store_dir).glob("*/checkpoint/*")):
+        seconds = [_compute_seconds(json.loads(entry.read_text())) for entry in sorted(folder.glob("*.json"))]
+        sets.setdefault(folder.parent.parent.name, []).append(seconds)
+    return sets
+
+
 def print_costs(sets: dict, title: str) -> None:
     print(title)
     print(f"{'chapter':<12}{'units':>7}{'unit-hours':>12}{'longest':>10}" +
@@ -578,18 +601,22 @@ def print_costs(sets: dict, title: str) -> None:
 
 def main(argv=None) -> int:
     """``python -m mcmc_lib.store [chapter ...]``: execute chapters at the paper profile (``--profile
-    default``: at the default profile, rewriting the default store); ``--costs store|cache``: what the
-    stored runs of that profile (or the units in the cache) cost, and would cost on 16 and 64 workers."""
+    default``: at the default profile, rewriting the default store); ``--costs store|cache|checkpoint``:
+    what the stored runs of that profile (or the units in the cache, or those checkpointed by unfinished
+    paper runs) cost, and would cost on 16 and 64 workers."""
     parser = argparse.ArgumentParser(prog="python -m mcmc_lib.store", description=main.__doc__)
     parser.add_argument("chapters", nargs="*", help="chapters to run (default: every chapter calling largest_scale)")
     parser.add_argument("--profile", choices=STORED_PROFILES, default="paper", help="the profile to run or cost")
-    parser.add_argument("--costs", choices=("store", "cache"), help="report costs instead of running")
+    parser.add_argument("--costs", choices=("store", "cache", "checkpoint"), help="report costs instead of running")
     options = parser.parse_args(sys.argv[1:] if argv is None else argv)
     root = unit_runner.repository_root()
     book_dir, out_dir = root / "book", root / "_build" / options.profile
     if options.costs:
-        sets = store_costs(profile=options.profile) if options.costs == "store" else cache_costs(book_dir)
-        source = f"the committed {options.profile} store" if options.costs == "store" else "the unit cache"
+        costs, source = {"store": (lambda: store_costs(profile=options.profile),
+                                   f"the committed {options.profile} store"),
+                         "cache": (lambda: cache_costs(book_dir), "the unit cache"),
+                         "checkpoint": (checkpoint_costs, "the checkpoints of unfinished paper runs")}[options.costs]
+        sets = costs()
         print_costs(sets, f"Unit costs ({source}); wall times projected with each experiment's units shared "
                           "over the workers:")
         return 0

@@ -55,6 +55,11 @@ unit; anything else loads it. An interrupted run resumes with the units it had n
 the key cannot see: other installed packages (fixed by the pins), data files read by path (put a
 checksum or version among the parameters), and user modules imported by the unit's helpers'
 modules. ``rm -rf _build/cache/units`` (or ``make clean``) empties the cache.
+
+**The checkpoint.** The cache is one machine's. ``checkpoint=<directory>`` also writes each finished
+unit there as JSON under the same key (``UnitCheckpoint``), and reads it back where the cache lacks
+it: the store gives a paper run ``results/paper/<chapter>/checkpoint/``, committed while the run is
+unfinished, so that it resumes from a clone on another machine.
 """
 from __future__ import annotations
 
@@ -600,6 +605,11 @@ def cache_directory(cache=None) -> Path | None:
     return Path(setting).expanduser()
 
 
+def _entry_path(directory: Path, unit, key: str, suffix: str) -> Path:
+    name = "".join(c if c.isalnum() or c in "._-" else "_" for c in function_name(unit.fn))
+    return directory / name / f"{key}{suffix}"
+
+
 class UnitCache:
     """One pickle per finished unit, ``<dir>/<module.function>/<key>.pkl``, written atomically."""
 
@@ -607,8 +617,7 @@ class UnitCache:
         self.directory = directory
 
     def _path(self, unit, key) -> Path:
-        name = "".join(c if c.isalnum() or c in "._-" else "_" for c in function_name(unit.fn))
-        return self.directory / name / f"{key}.pkl"
+        return _entry_path(self.directory, unit, key, ".pkl")
 
     def load(self, unit, key):
         """The cached entry {"result", "seconds", "cpu_seconds", ...} or None."""
@@ -634,6 +643,59 @@ class UnitCache:
         with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".", suffix=".tmp", delete=False) as file:
             pickle.dump(entry, file, protocol=5)
         os.replace(file.name, path)
+
+
+class UnitCheckpoint:
+    """A paper run's finished units in the repository, so that a run longer than one machine's life
+    resumes on another from a clone: one JSON file per unit, ``<dir>/<module.function>/<key>.json``,
+    under the cache's key and with the result encoded as in the store (``encode``, compact). The store
+    keeps it at ``results/paper/<chapter>/checkpoint/`` while a chapter's paper run is unfinished, and
+    empties it of an experiment's units once their results are stored (``mcmc_lib.store``)."""
+
+    def __init__(self, directory):
+        self.directory = Path(directory)
+
+    def _path(self, unit, key) -> Path:
+        return _entry_path(self.directory, unit, key, ".json")
+
+    def load(self, unit, key):
+        """The checkpointed entry (as ``UnitCache.load``) or None."""
+        try:
+            entry = json.loads(self._path(unit, key).read_text())
+        except FileNotFoundError:
+            return None
+        except ValueError:       # a half-written file from a killed copy: recompute the unit
+            return None
+        entry["result"] = decode(entry["result"])
+        return entry
+
+    def has(self, unit, key) -> bool:
+        return self._path(unit, key).exists()
+
+    def save(self, unit, key, result, seconds, cpu_seconds=None):
+        path = self._path(unit, key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        entry = {"function": function_name(unit.fn), "params": encode(unit.params, "params"), "seed": unit.seed,
+                 "seconds": seconds, "cpu_seconds": cpu_seconds, "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                 "result": encode(result, "the result", compact=True)}
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(entry) + "\n")
+        os.replace(temporary, path)
+
+    def remove(self, units) -> int:
+        """Delete ``units``' entries (their results are stored now) and the folders left empty; how many."""
+        removed = 0
+        for unit, key in zip(units, unit_keys(units)):
+            path = self._path(unit, key)
+            if path.exists():
+                path.unlink()
+                removed += 1
+        for folder in sorted(self.directory.glob("*"), reverse=True) if self.directory.exists() else []:
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+        if self.directory.exists() and not any(self.directory.iterdir()):
+            self.directory.rmdir()
+        return removed
 
 
 # ---------------------------------------------------------------- running
@@ -770,17 +832,19 @@ def _show_progress(progress):
     return terminal_only(progress)
 
 
-def run_with_stats(units, label: str | None = None, jobs=None, scheduler=None, cache=None, progress=None):
+def run_with_stats(units, label: str | None = None, jobs=None, scheduler=None, cache=None, progress=None,
+                   checkpoint=None):
     """``run_units`` that also says how the units ran: (results, RunStats)."""
     units = list(units)
     for i, unit in enumerate(units):
         if not isinstance(unit, Unit):
             raise ValueError(f"units[{i}] must be a Unit(fn, params, seed), got {type(unit).__name__}")
     store = UnitCache(cache_directory(cache))
-    keys = unit_keys(units) if store.directory is not None else [None] * len(units)
+    kept = UnitCheckpoint(checkpoint) if checkpoint is not None else None
+    keys = unit_keys(units) if store.directory is not None or kept is not None else [None] * len(units)
     results, seconds, cpu_seconds, pending = [None] * len(units), [0.0] * len(units), [None] * len(units), []
     for i, (unit, key) in enumerate(zip(units, keys)):
-        entry = store.load(unit, key)
+        entry = _load(store, kept, unit, key)
         if entry is None:
             pending.append((i, unit))
         else:
@@ -795,6 +859,8 @@ def run_with_stats(units, label: str | None = None, jobs=None, scheduler=None, c
         for index, result, (unit_seconds, unit_cpu_seconds) in computed:
             encode(result, where=f"the result of units[{index}] ({function_name(units[index].fn)})", convert=False)
             store.save(units[index], keys[index], result, unit_seconds, unit_cpu_seconds)
+            if kept is not None:
+                kept.save(units[index], keys[index], result, unit_seconds, unit_cpu_seconds)
             results[index], seconds[index], cpu_seconds[index] = result, unit_seconds, unit_cpu_seconds
             if bar is not None:
                 bar.update()
@@ -808,6 +874,17 @@ def run_with_stats(units, label: str | None = None, jobs=None, scheduler=None, c
     return results, stats
 
 
+def _load(store, kept, unit, key):
+    """A unit's entry from the cache, else from the checkpoint; a cached unit the checkpoint lacks is
+    added to it (so that a run begun before it had a checkpoint carries over to another machine)."""
+    entry = store.load(unit, key)
+    if entry is None:
+        return kept.load(unit, key) if kept is not None else None
+    if kept is not None and not kept.has(unit, key):
+        kept.save(unit, key, entry["result"], entry["seconds"], entry.get("cpu_seconds"))
+    return entry
+
+
 def _progress_bar(total, done, label, units, progress):
     """A tqdm bar on a terminal only: never in the rendered book, a notebook's output, or CI logs."""
     if total == 0 or not _show_progress(progress):
@@ -817,12 +894,14 @@ def _progress_bar(total, done, label, units, progress):
     return tqdm(total=total, initial=done, desc=label, unit="unit", leave=False)
 
 
-def run_units(units, label: str | None = None, jobs=None, scheduler=None, cache=None, progress=None) -> list:
+def run_units(units, label: str | None = None, jobs=None, scheduler=None, cache=None, progress=None,
+              checkpoint=None) -> list:
     """Run ``units`` (a list of ``Unit``) and return their results in the same order.
 
     Cached results are loaded; the others run on MCMC_BOOK_JOBS local processes (``jobs``), or on the
     Dask cluster at MCMC_BOOK_DASK_SCHEDULER (``scheduler``: an address or a ``distributed.Client``),
     each cached as soon as it finishes. ``cache``: a directory, or "off" (default: MCMC_BOOK_CACHE,
-    else ``_build/cache/units``). ``progress``: None shows a bar on a terminal only.
+    else ``_build/cache/units``). ``progress``: None shows a bar on a terminal only. ``checkpoint``: a
+    directory that also keeps every finished unit, as JSON (``UnitCheckpoint``: the store's paper runs).
     """
-    return run_with_stats(units, label, jobs, scheduler, cache, progress)[0]
+    return run_with_stats(units, label, jobs, scheduler, cache, progress, checkpoint)[0]

@@ -418,6 +418,71 @@ def test_trial_chunks_split_a_cell_into_independent_seeded_units():
             units.trial_chunks(trial, {}, 3, 4, chunk_trials=bad)
 
 
+# ---------------------------------------------------------------- the checkpoint of a paper run
+
+
+# Unit 2 fails until a flag file exists: a path, not a global's value, so the units' keys stay the same
+FAILING_TRIAL = TRIAL.replace("    rng = np.random.default_rng(seed)",
+                              "    if seed[1] == 2 and not os.path.exists(flag):\n"
+                              "        raise RuntimeError('the machine went away')\n"
+                              "    rng = np.random.default_rng(seed)")
+
+
+def failing_units(tmp_path, counter):
+    namespace = {"__name__": "__main__", "np": np, "os": os, "flag": str(tmp_path / "fixed")}
+    return make_units(cell(FAILING_TRIAL, namespace)["trial"], count=4, counter=str(counter))
+
+
+def test_a_checkpoint_keeps_finished_units_as_json_and_resumes_without_the_cache(tmp_path):
+    """A paper run carried to another machine: the finished units come back from the committed JSON
+    checkpoint alone (an empty cache there), identical, and only the unfinished ones run."""
+    counter, checkpoint = tmp_path / "calls.txt", tmp_path / "checkpoint"
+    unit_list = failing_units(tmp_path, counter)
+    with pytest.raises(RuntimeError, match="went away"):
+        run(unit_list, jobs=1, cache=tmp_path / "cache-of-machine-1", checkpoint=checkpoint)
+    kept = sorted(checkpoint.glob("*/*.json"))
+    assert len(kept) == 2 and calls(counter) == 2           # units 0 and 1 finished before unit 2 failed
+    entry = json.loads(kept[0].read_text())
+    assert entry["function"] == "__main__.trial" and entry["seed"] in ([7, 0], [7, 1])
+
+    (tmp_path / "fixed").touch()
+    results, stats = run(unit_list, jobs=1, cache=tmp_path / "cache-of-machine-2", checkpoint=checkpoint)
+    assert stats.n_cached == 2 and calls(counter) == 4      # on machine 2: units 0 and 1 from the checkpoint
+    assert_identical(results, serial_loop(unit_list))
+    assert len(list(checkpoint.glob("*/*.json"))) == 4
+
+
+def test_a_cached_unit_is_added_to_the_checkpoint(tmp_path):
+    """A run begun before it had a checkpoint (its units only in one machine's cache) carries over."""
+    unit_list = make_units(cell(TRIAL)["trial"], count=3)
+    run(unit_list, jobs=1, cache=tmp_path / "cache")
+    checkpoint = tmp_path / "checkpoint"
+    _, stats = run(unit_list, jobs=1, cache=tmp_path / "cache", checkpoint=checkpoint)
+    assert stats.n_cached == 3 and len(list(checkpoint.glob("*/*.json"))) == 3
+    results, stats = run(unit_list, jobs=1, cache="off", checkpoint=checkpoint)
+    assert stats.n_cached == 3
+    assert_identical(results, serial_loop(unit_list))
+
+
+def test_the_paper_profile_checkpoints_an_experiment_until_it_is_stored(tmp_path, monkeypatch):
+    counter = tmp_path / "calls.txt"
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "paper")
+    options = dict(store_dir=tmp_path / "paper", jobs=1)
+    checkpoint = store.checkpoint_directory("demo", tmp_path / "paper")
+    assert checkpoint == tmp_path / "paper" / "demo" / "checkpoint"
+    failing = failing_units(tmp_path, counter)
+    with pytest.raises(RuntimeError):
+        store.largest_scale("demo", "exp", failing, cache=tmp_path / "cache-1", **options)
+    assert len(list(checkpoint.glob("*/*.json"))) == 2 and not (tmp_path / "paper" / "demo" / "exp.json").exists()
+
+    assert [len(s) for s in store.checkpoint_costs(tmp_path / "paper")["demo"]] == [2]
+    (tmp_path / "fixed").touch()
+    counter.unlink()
+    ran = store.largest_scale("demo", "exp", failing, cache=tmp_path / "cache-2", **options)
+    assert calls(counter) == 2 and ran.record["n_from_cache"] == 2
+    assert (tmp_path / "paper" / "demo" / "exp.json").exists() and not checkpoint.exists()
+
+
 # ---------------------------------------------------------------- the paper-profile store
 
 
