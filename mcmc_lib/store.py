@@ -102,12 +102,13 @@ def experiment_code(units) -> dict:
             "library_modules": None if reached is None else unit_runner.library_closure(reached)}
 
 
-def code_changes(stored: dict, units) -> list[str]:
+def code_changes(stored: dict, units, code: dict | None = None) -> list[str]:
     """What changed since a stored run: "mcmc_lib" (the sources of the modules the stored run ran; all
     of mcmc_lib for a record that does not list them) and/or "the experiment's functions" (a unit
-    function now in use whose fingerprint differs from the stored one, or that the stored run lacked)."""
+    function now in use whose fingerprint differs from the stored one, or that the stored run lacked).
+    ``code``: ``experiment_code(units)`` when the caller has it already."""
     library = unit_runner.library_code_hash(stored.get("library_modules"))
-    functions = experiment_code(units)["functions"] if units else {}
+    functions = {} if not units else (code or experiment_code(units))["functions"]
     changes = ["mcmc_lib"] if library != stored["library_hash"] else []
     if any(stored["functions"].get(name) != digest for name, digest in functions.items()):
         changes.append("the experiment's functions")
@@ -277,15 +278,15 @@ def _largest_scale(chapter, name, units, sizes, store_dir, same_units, read_reco
             return _from_store(record, units, path)
     own_path = store_path(chapter, name, store_dir, profile) if profile in STORED_PROFILES else None
     outdated = None                          # the build's own stored record, when it is of other units or code
+    code = experiment_code(units)            # before running: a unit run here may change what its code reads
     if _reads_own_store(profile):
         own = read_store(chapter, name, store_dir, profile)
-        if _current_record(own, units) is not None:
-            return _from_store(own, units, own_path)
+        if _current_record(own, units, code) is not None:
+            return _from_store(own, units, own_path, code)
         outdated = own_path if own is not None else None
     run_options.setdefault("label", f"{chapter}/{name}")
     if profile == "paper":                   # hours of work: kept in the repository as it finishes
         run_options.setdefault("checkpoint", checkpoint_directory(chapter, store_dir))
-    code = experiment_code(units)            # before running: a unit run here may change what its code reads
     results, stats = unit_runner.run_with_stats(units, **run_options)
     provenance = _provenance(units, stats, profile, code)
     written = (_write(own_path, provenance, units, results, stats, sizes) if _writes_own_store(profile)
@@ -296,11 +297,11 @@ def _largest_scale(chapter, name, units, sizes, store_dir, same_units, read_reco
                              False, _describe_run(provenance, path, written, outdated), provenance)
 
 
-def _current_record(record, units):
+def _current_record(record, units, code=None):
     """A record of the build's own profile when it holds exactly ``units`` and their code is unchanged
     since (so it is what this build would compute, timings aside), else None: unlike paper-profile
     results, which no build can recompute, a stale record of the build's own profile is recomputed."""
-    if record is None or not _same_units(record, units) or code_changes(record["provenance"], units):
+    if record is None or not _same_units(record, units) or code_changes(record["provenance"], units, code):
         return None
     return record
 
@@ -413,9 +414,9 @@ class Experiments:
         display(Markdown(self.provenance(*names)))
 
 
-def _from_store(record, units, path) -> ExperimentResults:
+def _from_store(record, units, path, code=None) -> ExperimentResults:
     stored = record["provenance"]
-    changed = code_changes(stored, units)
+    changed = code_changes(stored, units, code)
     rows = record["units"]
     return ExperimentResults([r["result"] for r in rows], [r["params"] for r in rows], [r["seed"] for r in rows],
                              record["sizes"], stored["profile"], "store", bool(changed),
