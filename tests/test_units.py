@@ -464,6 +464,36 @@ def test_a_cached_unit_is_added_to_the_checkpoint(tmp_path):
     assert_identical(results, serial_loop(unit_list))
 
 
+KEY_OF_A_NOTEBOOK_UNIT = """
+import json, linecache, sys
+import numpy as np
+from mcmc_lib import targets, units
+source = "def unit(seed, n):\\n    return float(targets.neal_gaussian(n).logp(np.zeros((1, n)))[0])\\n"
+filename = "<ipython-input-" + sys.argv[1] + ">"          # a kernel names its cells after its process
+linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+namespace = {"__name__": "__main__", "np": np, "targets": targets}
+exec(compile(source, filename, "exec"), namespace)
+print(json.dumps([units.unit_keys([units.Unit(namespace["unit"], {"n": 3}, seed=[1, 2])])[0],
+                  units.__file__]))
+"""
+
+
+def test_a_units_key_does_not_depend_on_where_the_clone_is(tmp_path):
+    """A checkpoint made in one clone serves another: the key is the same from a copy of mcmc_lib at
+    another path, in another process with other cell file names."""
+    import shutil
+    answers = []
+    for place in ("machine-1/clone", "elsewhere/another-clone"):
+        root = tmp_path / place
+        shutil.copytree(ROOT / "mcmc_lib", root / "mcmc_lib", ignore=shutil.ignore_patterns("__pycache__"))
+        environment = {**os.environ, "PYTHONPATH": str(root)}
+        out = subprocess.run([sys.executable, "-c", KEY_OF_A_NOTEBOOK_UNIT, place.replace("/", "-")],
+                             capture_output=True, text=True, env=environment, cwd=root, check=True).stdout
+        answers.append(json.loads(out))
+    assert answers[0][1].startswith(str(tmp_path / "machine-1")) and answers[1][1].startswith(str(tmp_path / "elsewhere"))
+    assert answers[0][0] == answers[1][0]
+
+
 def test_the_paper_profile_checkpoints_an_experiment_until_it_is_stored(tmp_path, monkeypatch):
     counter = tmp_path / "calls.txt"
     monkeypatch.setenv("MCMC_BOOK_PROFILE", "paper")
