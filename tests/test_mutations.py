@@ -95,13 +95,19 @@ MUTATIONS = {
                                         "                self.nonfinite = True", "test_nuts.py", "divergences"),
     # --- the committed default store: read only for the same units and unchanged code
     "default-store-ignores-code": ("mcmc_lib/store.py",
-                                   'if record is None or not _same_units(record, units) or code_changes(record["provenance"], units):',
+                                   'if record is None or not _same_units(record, units) or code_changes(record["provenance"], units, code):',
                                    "if record is None or not _same_units(record, units):",
                                    "test_units.py", "default_build_takes_its_own"),
     "default-store-ignores-units": ("mcmc_lib/store.py",
-                                    'if record is None or not _same_units(record, units) or code_changes(record["provenance"], units):',
-                                    'if record is None or code_changes(record["provenance"], units):',
+                                    'if record is None or not _same_units(record, units) or code_changes(record["provenance"], units, code):',
+                                    'if record is None or code_changes(record["provenance"], units, code):',
                                     "test_units.py", "default_build_takes_its_own"),
+    # --- the checkpoint of a paper run: read back on another machine, emptied once stored
+    "checkpoint-not-read": ("mcmc_lib/units.py", "        return kept.load(unit, key) if kept is not None else None",
+                            "        return None", "test_units.py", "checkpoint_keeps_finished_units"),
+    "checkpoint-kept-after-store": ("mcmc_lib/store.py",
+                                    "        unit_runner.UnitCheckpoint(run_options[\"checkpoint\"]).remove(units)   # stored now",
+                                    "        pass", "test_units.py", "paper_profile_checkpoints"),
     # --- diagnostics
     "ess-of-stuck-chain-is-N": (DIAG, "if np.all(chains_2d == first):\n        return 0.0",
                                 "if np.all(chains_2d == first):\n        return float(chains_2d.size)",
