@@ -664,7 +664,7 @@ class UnitCheckpoint:
             entry = json.loads(self._path(unit, key).read_text())
         except FileNotFoundError:
             return None
-        except ValueError:       # a half-written file from a killed copy: recompute the unit
+        except ValueError:       # unreadable (a file cut short by a failed copy or merge): recompute the unit
             return None
         entry["result"] = decode(entry["result"])
         return entry
