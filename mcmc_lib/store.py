@@ -292,7 +292,7 @@ def _largest_scale(chapter, name, units, sizes, store_dir, same_units, read_reco
     written = (_write(own_path, provenance, units, results, stats, sizes) if _writes_own_store(profile)
                else None)
     if written is not None and run_options.get("checkpoint") is not None:
-        unit_runner.UnitCheckpoint(run_options["checkpoint"]).remove(units)   # stored now
+        unit_runner.UnitCheckpoint(run_options["checkpoint"]).remove(units, stats.keys)   # stored now
     return ExperimentResults(results, [u.params for u in units], [u.seed for u in units], sizes, profile, "run",
                              False, _describe_run(provenance, path, written, outdated), provenance)
 

@@ -682,10 +682,11 @@ class UnitCheckpoint:
         temporary.write_text(json.dumps(entry) + "\n")
         os.replace(temporary, path)
 
-    def remove(self, units) -> int:
-        """Delete ``units``' entries (their results are stored now) and the folders left empty; how many."""
+    def remove(self, units, keys=None) -> int:
+        """Delete ``units``' entries (their results are stored now) and the folders left empty; how many.
+        ``keys``: the keys they were run under (``RunStats.keys``), else computed now."""
         removed = 0
-        for unit, key in zip(units, unit_keys(units)):
+        for unit, key in zip(units, unit_keys(units) if keys is None else keys):
             path = self._path(unit, key)
             if path.exists():
                 path.unlink()
@@ -804,6 +805,7 @@ class RunStats:
     wall_seconds: float
     unit_seconds: list = field(default_factory=list)
     unit_cpu_seconds: list = field(default_factory=list)
+    keys: list = field(default_factory=list)     # each unit's cache key (None with no cache or checkpoint)
 
 
 def _backend(n_pending, jobs, scheduler):
@@ -870,7 +872,7 @@ def run_with_stats(units, label: str | None = None, jobs=None, scheduler=None, c
         if bar is not None:
             bar.close()
     stats = RunStats(len(units), len(units) - len(pending), backend, info["jobs"],
-                     time.perf_counter() - start, seconds, cpu_seconds)
+                     time.perf_counter() - start, seconds, cpu_seconds, keys)
     return results, stats
 
 

@@ -106,7 +106,7 @@ MUTATIONS = {
     "checkpoint-not-read": ("mcmc_lib/units.py", "        return kept.load(unit, key) if kept is not None else None",
                             "        return None", "test_units.py", "checkpoint_keeps_finished_units"),
     "checkpoint-kept-after-store": ("mcmc_lib/store.py",
-                                    "        unit_runner.UnitCheckpoint(run_options[\"checkpoint\"]).remove(units)   # stored now",
+                                    "        unit_runner.UnitCheckpoint(run_options[\"checkpoint\"]).remove(units, stats.keys)   # stored now",
                                     "        pass", "test_units.py", "paper_profile_checkpoints"),
     # --- diagnostics
     "ess-of-stuck-chain-is-N": (DIAG, "if np.all(chains_2d == first):\n        return 0.0",
