@@ -15,7 +15,8 @@ experiment's results through one call, at every profile::
 (``largest_scale`` is the same for one experiment on its own, with the results' ``params``.)
 
 - at the ``paper`` profile it runs the units (cached and resumable: ``mcmc_lib.units``) and writes
-  the store; until it does, each finished unit is also kept in ``results/paper/<chapter>/checkpoint/``
+  the store, unless the store already holds exactly these units run by unchanged code (a resumed
+  run; ``MCMC_BOOK_STORE=refresh`` runs them anyway); until it does, each finished unit is also kept in ``results/paper/<chapter>/checkpoint/``
   (``checkpoint_directory``), which is committed, so that a run longer than a machine's life resumes
   on another from a clone;
 - at ``default`` it returns the stored paper-profile results when they exist; the provenance line says
@@ -246,9 +247,13 @@ def use_store(profile: str) -> bool:
 
 
 def _reads_own_store(profile: str) -> bool:
-    """Whether a build may take its own profile's results from the store (the default store), rather than
-    compute them: not when it refreshes that store, and not at the paper profile, which fills its own."""
-    return profile == "default" and store_setting() in ("auto", "on")
+    """Whether a build may take its own profile's results from its store when they hold exactly its
+    units and their code is unchanged, rather than compute them again: at the default profile (unless it
+    refreshes that store or ``MCMC_BOOK_STORE=off``), and at the paper profile, so that a paper run
+    resumed on another machine does not redo the experiments it stored before (unless
+    ``MCMC_BOOK_STORE=refresh``)."""
+    setting = store_setting()
+    return (profile == "default" and setting in ("auto", "on")) or (profile == "paper" and setting != "refresh")
 
 
 def _writes_own_store(profile: str) -> bool:

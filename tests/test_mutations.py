@@ -108,6 +108,8 @@ MUTATIONS = {
     "checkpoint-kept-after-store": ("mcmc_lib/store.py",
                                     "        unit_runner.UnitCheckpoint(run_options[\"checkpoint\"]).remove(units, stats.keys)   # stored now",
                                     "        pass", "test_units.py", "paper_profile_checkpoints"),
+    "resumed-paper-run-redoes-stored": ("mcmc_lib/store.py", 'or (profile == "paper" and setting != "refresh")',
+                                        "or False", "test_units.py", "paper_profile_checkpoints"),
     # --- diagnostics
     "ess-of-stuck-chain-is-N": (DIAG, "if np.all(chains_2d == first):\n        return 0.0",
                                 "if np.all(chains_2d == first):\n        return float(chains_2d.size)",

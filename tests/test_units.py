@@ -512,6 +512,17 @@ def test_the_paper_profile_checkpoints_an_experiment_until_it_is_stored(tmp_path
     assert calls(counter) == 2 and ran.record["n_from_cache"] == 2
     assert (tmp_path / "paper" / "demo" / "exp.json").exists() and not checkpoint.exists()
 
+    # Resumed on a third machine (no cache, the checkpoint emptied): the stored experiment is not redone,
+    # unless MCMC_BOOK_STORE=refresh; other units (here: one more) are run.
+    resumed = store.largest_scale("demo", "exp", failing, cache=tmp_path / "cache-3", **options)
+    assert calls(counter) == 2 and resumed.source == "store" and "the code is unchanged since" in resumed.provenance
+    assert_identical(resumed.values, ran.values)
+    more = failing_units(tmp_path, counter)[:3] + make_units(cell(TRIAL)["trial"], count=1)
+    assert store.largest_scale("demo", "exp", more, cache=tmp_path / "cache-3", **options).source == "run"
+    monkeypatch.setenv("MCMC_BOOK_STORE", "refresh")
+    counter.unlink()
+    assert store.largest_scale("demo", "exp", failing, cache="off", **options).source == "run" and calls(counter) == 4
+
 
 # ---------------------------------------------------------------- the paper-profile store
 
