@@ -16,6 +16,14 @@ JB_FLAGS := --all -W -n --keep-going
 export OMP_NUM_THREADS ?= 1
 export OPENBLAS_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
+# Portable floating point (mcmc_lib/portable.py): every process computes with OpenBLAS's Haswell
+# kernels and NumPy without AVX-512, so that results are the same bits on every x86-64 CPU with AVX2
+# and FMA and a fresh clone there takes the committed stores; MCMC_BOOK_FLOAT=native keeps the CPU's own.
+PORTABLE_SETTINGS := $(shell $(PYTHON) mcmc_lib/portable.py)
+ifneq ($(.SHELLSTATUS),0)
+$(error mcmc_lib/portable.py failed: see the message above)
+endif
+$(foreach setting,$(PORTABLE_SETTINGS),$(eval export $(setting)))
 
 .PHONY: help env book test unit sync nbval book-smoke check-browser notebook lab bench export references paper default-store paper-costs clean
 

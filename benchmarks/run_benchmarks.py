@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mcmc_lib import targets
+from mcmc_lib import portable, targets
 from mcmc_lib.reference import find_mode
 from mcmc_lib.datasets import load_logistic_dataset, load_mnist_subset
 from mcmc_lib.harness import run
@@ -260,6 +260,7 @@ def machine():
     return {"platform": platform.platform(), "processor": platform.processor() or model,
             "cpu_count": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__,
             "threads": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")},
+            "floating_point": portable.describe(),
             # other processes on the cores inflate wall times (CPU times much less)
             "load_average_at_start": os.getloadavg()[0] if hasattr(os, "getloadavg") else None}
 

@@ -51,6 +51,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import portable
 from . import units as unit_runner
 from .profiles import active_profile
 
@@ -133,7 +134,8 @@ def git_commit() -> tuple[str, bool]:
 
 
 def machine() -> dict:
-    """The machine a run came from: platform, CPU model, cores, Python and numpy."""
+    """The machine a run came from: platform, CPU model, cores, Python, NumPy and SciPy, and the kernels
+    they compute with (mcmc_lib.portable)."""
     cpu = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo") as file:
@@ -141,7 +143,7 @@ def machine() -> dict:
     except (OSError, StopIteration):
         pass
     return {"platform": platform.platform(), "cpu": cpu, "cores": os.cpu_count(),
-            **unit_runner.environment()}
+            **unit_runner.environment(), "floating_point": portable.describe()}
 
 
 def _provenance(units, stats, profile: str, code: dict | None = None) -> dict:
@@ -469,6 +471,9 @@ def _describe_run(provenance, path, written, outdated=None) -> str:
     if outdated is not None:
         head += (f"; the committed ones ({_relative(outdated)}) are of other units or other code "
                  "(make default-store refreshes them)")
+        if not portable.is_portable():
+            head += (" (this kernel computes with its CPU's own kernels, whose last bits can make the units "
+                     "differ: start Jupyter through make, which sets the portable ones of mcmc_lib/portable.py)")
     if written is not None:
         return f"{head}, written to the store ({_relative(written)})."
     if path.exists():
@@ -634,7 +639,8 @@ def main(argv=None) -> int:
     if missing:
         print(f"No chapter {', '.join(missing)} in {book_dir}", file=sys.stderr)
         return 1
-    os.environ["MCMC_BOOK_PROFILE"] = options.profile     # the kernels inherit both
+    os.environ["MCMC_BOOK_PROFILE"] = options.profile     # the kernels inherit these three
+    portable.apply()                                     # as make does, when run without it
     if options.profile != "paper":
         os.environ[STORE_ENV] = "refresh"
     failed = []

@@ -110,6 +110,9 @@ MUTATIONS = {
                                     "        pass", "test_units.py", "paper_profile_checkpoints"),
     "resumed-paper-run-redoes-stored": ("mcmc_lib/store.py", 'or (profile == "paper" and setting != "refresh")',
                                         "or False", "test_units.py", "paper_profile_checkpoints"),
+    # --- portable floating point: the settings an x86-64 with AVX2 and FMA gets
+    "portable-sets-nothing": ("mcmc_lib/portable.py", "    return dict(PORTABLE_VARIABLES)", "    return {}",
+                              "test_portable.py", "haswell_kernels_and_no_avx512"),
     # --- diagnostics
     "ess-of-stuck-chain-is-N": (DIAG, "if np.all(chains_2d == first):\n        return 0.0",
                                 "if np.all(chains_2d == first):\n        return float(chains_2d.size)",
