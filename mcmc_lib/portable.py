@@ -84,14 +84,18 @@ def apply(environ=None) -> dict:
 
 def describe() -> str:
     """What the running process computes with: its OpenBLAS kernels and NumPy's widest code path in use."""
-    import numpy  # noqa: F401  (loads NumPy's OpenBLAS)
-    import scipy.linalg  # noqa: F401  (loads SciPy's)
-    from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
-    from threadpoolctl import threadpool_info
+    import numpy
+    import scipy.linalg  # noqa: F401  (loads SciPy's OpenBLAS beside NumPy's)
 
-    kernels = sorted({str(pool.get("architecture")) for pool in threadpool_info()
-                      if pool.get("internal_api") == "openblas"})
-    wide = [target for target in __cpu_dispatch__ if __cpu_features__.get(target)
+    try:
+        from threadpoolctl import threadpool_info
+        kernels = sorted({str(pool.get("architecture")) for pool in threadpool_info()
+                          if pool.get("internal_api") == "openblas"})
+    except ImportError:                          # threadpoolctl is in the book's pins, not mcmc_lib's
+        kernels = ["unknown"]
+    umath = getattr(numpy, "_core", None) or numpy.core
+    dispatch, features = umath._multiarray_umath.__cpu_dispatch__, umath._multiarray_umath.__cpu_features__
+    wide = [target for target in dispatch if features.get(target)
             and (target == "X86_V4" or target.startswith("AVX512"))]
     portable = kernels == ["Haswell"] and not wide
     blas = f"OpenBLAS {'/'.join(kernels) or 'not loaded'} kernels"
