@@ -94,3 +94,13 @@ def test_make_exports_the_settings_to_every_recipe():
     assert run_make_probe(OPENBLAS_CORETYPE="Zen").stdout.strip().startswith("[Zen]")
     failed = run_make_probe(MCMC_BOOK_FLOAT="fast")
     assert failed.returncode != 0 and "MCMC_BOOK_FLOAT must be portable or native" in failed.stderr
+
+
+@pytest.mark.parametrize("portable_here", [True, False])
+def test_a_page_computed_natively_says_why_its_units_may_differ(monkeypatch, tmp_path, portable_here):
+    from mcmc_lib import store
+    monkeypatch.setattr(portable, "is_portable", lambda: portable_here)
+    provenance = {"profile": "default", "n_units": 3, "commit": "abc123", "uncommitted_changes": False}
+    text = store._describe_run(provenance, tmp_path / "x.json", None, outdated=tmp_path / "default" / "x.json")
+    assert "other units or other code" in text
+    assert ("start Jupyter through make" in text) is (not portable_here)
