@@ -25,7 +25,7 @@ $(error mcmc_lib/portable.py failed: see the message above)
 endif
 $(foreach setting,$(PORTABLE_SETTINGS),$(eval export $(setting)))
 
-.PHONY: help env book test unit sync nbval book-smoke check-browser notebook lab bench export references paper default-store paper-costs clean
+.PHONY: help env book test unit sync nbval book-smoke check-browser notebook lab bench export references paper default-store store-check paper-costs clean
 
 help:
 	@echo "make book       - build the HTML book at _build/html/index.html (MCMC_BOOK_PROFILE=default)"
@@ -45,6 +45,8 @@ help:
 	@echo "make paper      - run chapters at the paper profile into results/paper/ (CHAPTERS=\"kmc mcma\" picks; resumes)"
 	@echo "make default-store - run chapters at the default profile into results/default/, which make book"
 	@echo "                then reads while the units and their code are unchanged (CHAPTERS picks)"
+	@echo "make store-check - which experiments a default build would compute rather than take from the"
+	@echo "                stores, and why (runs no unit; about a minute a chapter; CHAPTERS picks)"
 	@echo "make paper-costs - what the stored paper runs cost, projected on 16 and 64 workers"
 	@echo "                (COSTS=default: the stored default runs; COSTS=cache: the unit cache;"
 	@echo "                COSTS=checkpoint: what unfinished paper runs have done)"
@@ -145,6 +147,12 @@ paper: $(STAMP)
 # come from the cache where they are unchanged, so after a `make book` this takes minutes.
 default-store: $(STAMP)
 	$(BIN)/python -m mcmc_lib.store --profile default \
+	    $(if $(filter command line,$(origin CHAPTERS)),$(basename $(notdir $(CHAPTERS))))
+
+# Which experiments a default build would compute rather than take from results/, and why (the first
+# unit parameter that differs from the stored one, or the code that changed): no unit runs.
+store-check: $(STAMP)
+	$(BIN)/python -m mcmc_lib.store --check \
 	    $(if $(filter command line,$(origin CHAPTERS)),$(basename $(notdir $(CHAPTERS))))
 
 # What the stored paper-profile runs cost, and would cost on 16 and 64 workers (COSTS=default: the

@@ -33,7 +33,10 @@ at, so a chapter builds its tables from what was run, not from the active profil
 
 ``python -m mcmc_lib.store [chapter ...]`` (``make paper``) executes chapters at the paper profile,
 which fills the store: by default every chapter that uses ``Experiments`` or ``largest_scale``;
-``--profile default`` (``make default-store``) fills the default store the same way.
+``--profile default`` (``make default-store``) fills the default store the same way; ``--check``
+(``make store-check``) runs no unit and lists the experiments a default build would compute rather
+than take from the stores, and why (``MCMC_BOOK_STORE=check``: each such experiment is reported and
+the chapter goes on with the stored results).
 """
 from __future__ import annotations
 
@@ -56,6 +59,7 @@ from . import units as unit_runner
 from .profiles import active_profile
 
 STORE_ENV = "MCMC_BOOK_STORE"
+CHECK_PREFIX = "store check:"
 STORED_PROFILES = ("paper", "default")
 STORE_FORMAT = 2                     # 2: large numeric arrays in results as base64 (1: decimals)
 READABLE_FORMATS = (1, 2)
@@ -235,17 +239,17 @@ def _shows_store(profile: str) -> bool:
 
 
 def store_setting() -> str:
-    """``MCMC_BOOK_STORE``: auto (the default), on, off, or refresh (see the module docstring)."""
+    """``MCMC_BOOK_STORE``: auto (the default), on, off, refresh or check (see the module docstring)."""
     setting = os.environ.get(STORE_ENV, "auto").strip().lower() or "auto"
-    if setting not in ("auto", "on", "off", "refresh"):
-        raise ValueError(f"{STORE_ENV} must be auto, on, off or refresh, got {setting!r}")
+    if setting not in ("auto", "on", "off", "refresh", "check"):
+        raise ValueError(f"{STORE_ENV} must be auto, on, off, refresh or check, got {setting!r}")
     return setting
 
 
 def use_store(profile: str) -> bool:
     """Whether a default or smoke build shows stored paper-profile results (see the module docstring)."""
     setting = store_setting()
-    return setting == "on" or (setting in ("auto", "refresh") and profile == "default")
+    return setting == "on" or (setting in ("auto", "refresh", "check") and profile == "default")
 
 
 def _reads_own_store(profile: str) -> bool:
@@ -255,7 +259,8 @@ def _reads_own_store(profile: str) -> bool:
     resumed on another machine does not redo the experiments it stored before (unless
     ``MCMC_BOOK_STORE=refresh``)."""
     setting = store_setting()
-    return (profile == "default" and setting in ("auto", "on")) or (profile == "paper" and setting != "refresh")
+    return ((profile == "default" and setting in ("auto", "on", "check"))
+            or (profile == "paper" and setting != "refresh"))
 
 
 def _writes_own_store(profile: str) -> bool:
@@ -284,13 +289,15 @@ def _largest_scale(chapter, name, units, sizes, store_dir, same_units, read_reco
         if record is not None and (not same_units or _same_units(record, units)):
             return _from_store(record, units, path)
     own_path = store_path(chapter, name, store_dir, profile) if profile in STORED_PROFILES else None
-    outdated = None                          # the build's own stored record, when it is of other units or code
+    outdated = own = None                    # the build's own stored record, when it is of other units or code
     code = experiment_code(units)            # before running: a unit run here may change what its code reads
     if _reads_own_store(profile):
         own = read_store(chapter, name, store_dir, profile)
         if _current_record(own, units, code) is not None:
             return _from_store(own, units, own_path, code)
         outdated = own_path if own is not None else None
+    if store_setting() == "check":
+        return _checked_instead_of_run(chapter, name, units, own, own_path, code)
     run_options.setdefault("label", f"{chapter}/{name}")
     if profile == "paper":                   # hours of work: kept in the repository as it finishes
         run_options.setdefault("checkpoint", checkpoint_directory(chapter, store_dir))
@@ -311,6 +318,59 @@ def _current_record(record, units, code=None):
     if record is None or not _same_units(record, units) or code_changes(record["provenance"], units, code):
         return None
     return record
+
+
+def store_mismatch(record, units, code=None) -> str:
+    """Why a stored record is not what ``units`` would compute: the first unit whose function, seed or
+    parameters differ (and where in the parameters), or the code that changed; "" when it is."""
+    if record is None:
+        return "nothing is stored"
+    if len(record["units"]) != len(units):
+        return f"{len(record['units'])} units are stored, {len(units)} run now"
+    for i, (row, unit) in enumerate(zip(record["units"], units)):
+        stored = json.loads(_unit_signature(row["function"], row["params"], row["seed"]))
+        now = json.loads(_unit_signature(unit_runner.function_name(unit.fn), unit.params, unit.seed))
+        if stored != now:
+            where, was, is_now = _first_difference(stored, now, "")
+            part = {"[0]": "function", "[2]": "seed"}.get(where[:3], "params" + where[3:])
+            return f"unit {i} ({now[0]}): {part} {_short(was)} stored, {_short(is_now)} now"
+    changes = code_changes(record["provenance"], units, code)
+    if "the experiment's functions" in changes:      # their fingerprint covers the notebook values they read
+        changes[changes.index("the experiment's functions")] = ("the experiment's functions (their code, or "
+                                                                "a notebook value they read)")
+    return f"{' and '.join(changes)} changed since the stored run" if changes else ""
+
+
+def _first_difference(a, b, where: str):
+    """(path, a's value, b's value) of the first place two JSON-like values differ."""
+    if isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys():
+        for key in a:
+            if a[key] != b[key]:
+                return _first_difference(a[key], b[key], f"{where}/{key}")
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                return _first_difference(x, y, f"{where}[{i}]")
+    return where, a, b
+
+
+def _short(value) -> str:
+    text = json.dumps(value) if not isinstance(value, float) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _checked_instead_of_run(chapter, name, units, own, own_path, code) -> ExperimentResults:
+    """``MCMC_BOOK_STORE=check``: say why this experiment would be computed, run nothing, and go on with
+    the stored results (of other units, so later cells may fail) so that the rest of the chapter is checked."""
+    paper = read_store(chapter, name)
+    reason = store_mismatch(own, units, code)
+    if paper is not None:
+        reason += f"; the paper store's: {store_mismatch(paper, units, code) or 'the same units'}"
+    print(f"{CHECK_PREFIX} {chapter}/{name}: a build would compute it ({reason})", flush=True)
+    record, path = (own, own_path) if own is not None else (paper, store_path(chapter, name))
+    if record is None:
+        raise RuntimeError(f"{CHECK_PREFIX} {chapter}/{name}: nothing stored to go on with")
+    return _from_store(record, units, path, code)
 
 
 def _unit_signature(function: str, params, seed) -> str:
@@ -525,6 +585,38 @@ def execute_chapter(chapter: Path, out_dir: Path) -> bool:
         nbformat.write(notebook, out_dir / f"{chapter.stem}.ipynb")
 
 
+def check_stores(stems, book_dir: Path, out_dir: Path) -> int:
+    """``python -m mcmc_lib.store --check`` (``make store-check``): execute chapters at the default
+    profile with ``MCMC_BOOK_STORE=check``, which runs no unit, and list the experiments a build would
+    compute rather than take from the committed stores, each with the reason (the first parameter
+    that differs, or the code that changed). 0 when there are none and every chapter ran to its end."""
+    os.environ.update({"MCMC_BOOK_PROFILE": "default", STORE_ENV: "check"})
+    portable.apply()
+    found, failed = [], []
+    for stem in stems:
+        ran = execute_chapter(book_dir / f"{stem}.md", out_dir)
+        lines = checked_lines(out_dir / f"{stem}.ipynb")
+        found += lines
+        failed += [] if ran else [stem]
+        print(f"{stem}: " + ("every experiment from the stores" if not lines else f"{len(lines)} computed")
+              + ("" if ran else " (the chapter stopped early: a cell failed, see above)"), flush=True)
+        for line in lines:
+            print(f"  {line.removeprefix(CHECK_PREFIX).strip()}", flush=True)
+    return 1 if found or failed else 0
+
+
+def checked_lines(notebook_path: Path) -> list[str]:
+    """The store-check lines an executed notebook printed."""
+    import nbformat
+
+    if not notebook_path.exists():
+        return []
+    notebook = nbformat.read(notebook_path, as_version=4)
+    return [line for cell in notebook.cells if cell.cell_type == "code" for output in cell.get("outputs", [])
+            if output.get("output_type") == "stream" for line in output.get("text", "").splitlines()
+            if line.startswith(CHECK_PREFIX)]
+
+
 # ---------------------------------------------------------------- what a run costs, and would on more cores
 
 
@@ -614,11 +706,15 @@ def main(argv=None) -> int:
     """``python -m mcmc_lib.store [chapter ...]``: execute chapters at the paper profile (``--profile
     default``: at the default profile, rewriting the default store); ``--costs store|cache|checkpoint``:
     what the stored runs of that profile (or the units in the cache, or those checkpointed by unfinished
-    paper runs) cost, and would cost on 16 and 64 workers."""
+    paper runs) cost, and would cost on 16 and 64 workers; ``--check``: which experiments a default build
+    would compute rather than take from the stores, and why (no unit runs)."""
     parser = argparse.ArgumentParser(prog="python -m mcmc_lib.store", description=main.__doc__)
     parser.add_argument("chapters", nargs="*", help="chapters to run (default: every chapter calling largest_scale)")
     parser.add_argument("--profile", choices=STORED_PROFILES, default="paper", help="the profile to run or cost")
     parser.add_argument("--costs", choices=("store", "cache", "checkpoint"), help="report costs instead of running")
+    parser.add_argument("--check", action="store_true",
+                        help="run no unit: execute the chapters at the default profile and report each experiment "
+                             "a build would compute rather than take from the stores, and why")
     options = parser.parse_args(sys.argv[1:] if argv is None else argv)
     root = unit_runner.repository_root()
     book_dir, out_dir = root / "book", root / "_build" / options.profile
@@ -639,6 +735,8 @@ def main(argv=None) -> int:
     if missing:
         print(f"No chapter {', '.join(missing)} in {book_dir}", file=sys.stderr)
         return 1
+    if options.check:
+        return check_stores(stems, book_dir, root / "_build" / "store-check")
     os.environ["MCMC_BOOK_PROFILE"] = options.profile     # the kernels inherit these three
     portable.apply()                                     # as make does, when run without it
     if options.profile != "paper":

@@ -102,6 +102,8 @@ MUTATIONS = {
                                     'if record is None or not _same_units(record, units) or code_changes(record["provenance"], units, code):',
                                     'if record is None or code_changes(record["provenance"], units, code):',
                                     "test_units.py", "default_build_takes_its_own"),
+    "store-check-runs-the-units": ("mcmc_lib/store.py", '    if store_setting() == "check":', "    if False:",
+                                   "test_units.py", "store_check_runs_nothing"),
     # --- the checkpoint of a paper run: read back on another machine, emptied once stored
     "checkpoint-not-read": ("mcmc_lib/units.py", "        return kept.load(unit, key) if kept is not None else None",
                             "        return None", "test_units.py", "checkpoint_keeps_finished_units"),

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mcmc_lib import store, units
+from mcmc_lib import portable, store, units
 from mcmc_lib.units import Unit, run_units
 from mcmc_lib.units import run_with_stats as run
 
@@ -631,17 +631,90 @@ def test_a_default_build_takes_its_own_stored_results_only_for_the_same_units_an
         store.store_path("demo", "exp", profile="smoke")
 
 
+def test_a_store_check_runs_nothing_and_says_why_a_build_would_compute(tmp_path, monkeypatch, capsys):
+    """MCMC_BOOK_STORE=check (make store-check): no unit runs; an experiment the default store holds
+    takes its stored results silently, any other is reported with the first difference (a parameter, a
+    seed, the number of units, the code) and goes on with the stored results."""
+    trial = cell(TRIAL)["trial"]
+    counter = tmp_path / "calls.txt"
+    unit_list = make_units(trial, count=3, counter=str(counter))
+    options = dict(store_dir=tmp_path / "paper", cache="off", jobs=1)
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "default")
+    monkeypatch.setenv("MCMC_BOOK_STORE", "check")
+    with pytest.raises(RuntimeError, match="nothing stored to go on with"):
+        store.largest_scale("demo", "exp", unit_list, **options)
+    assert "demo/exp: a build would compute it (nothing is stored)" in capsys.readouterr().out
+    monkeypatch.setenv("MCMC_BOOK_STORE", "refresh")
+    stored = store.largest_scale("demo", "exp", unit_list, sizes={"n": 20}, **options)
+    assert calls(counter) == 3
+    monkeypatch.setenv("MCMC_BOOK_STORE", "check")
+
+    same = store.largest_scale("demo", "exp", unit_list, **options)
+    assert same.source == "store" and store.CHECK_PREFIX not in capsys.readouterr().out
+
+    def reported(units_now):
+        result = store.largest_scale("demo", "exp", units_now, **options)
+        assert result.source == "store" and calls(counter) == 3      # nothing ran
+        assert_identical(result.values, stored.values)
+        return capsys.readouterr().out
+
+    other_scale = [Unit(trial, dict(n=20, scale=1.25, counter=str(counter)), seed=[7, i]) for i in range(3)]
+    assert "unit 0 (__main__.trial): params/scale 1.5 stored, 1.25 now" in reported(other_scale)
+    other_seed = unit_list[:2] + [Unit(trial, unit_list[2].params, seed=[8, 2])]
+    assert "unit 2 (__main__.trial): seed" in reported(other_seed)
+    assert "3 units are stored, 2 run now" in reported(unit_list[:2])
+    changed = cell(TRIAL.replace("* scale", "* scale * 2"))["trial"]
+    assert "the experiment's functions (their code, or a notebook value they read) changed" in \
+        reported(make_units(changed, count=3, counter=str(counter)))
+
+
+def test_store_check_lists_what_the_chapters_printed(tmp_path, monkeypatch, capsys):
+    """python -m mcmc_lib.store --check: the chapters run at default with the check setting, and the
+    command lists the lines they printed, failing when there are any."""
+    import nbformat
+    seen = []
+
+    def execute(chapter, out_dir):
+        seen.append((os.environ["MCMC_BOOK_PROFILE"], os.environ["MCMC_BOOK_STORE"]))
+        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x")])
+        notebook.cells[0].outputs = [nbformat.v4.new_output(
+            "stream", name="stdout", text="a progress line\nstore check: kmc/abc: a build would compute it (why)\n")]
+        out_dir.mkdir(parents=True, exist_ok=True)
+        nbformat.write(notebook, out_dir / f"{chapter.stem}.ipynb")
+        return True
+    monkeypatch.setattr(store, "execute_chapter", execute)
+    monkeypatch.setattr(units, "repository_root", lambda: tmp_path)
+    without_float_settings(monkeypatch)
+    (tmp_path / "book").mkdir()
+    (tmp_path / "book" / "kmc.md").write_text("STORED = Experiments(...)")
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "smoke")
+    monkeypatch.setenv("MCMC_BOOK_STORE", "auto")
+    assert store.main(["--check", "kmc"]) == 1
+    assert seen == [("default", "check")]
+    assert "kmc: 1 computed\n  kmc/abc: a build would compute it (why)" in capsys.readouterr().out
+
+
+def without_float_settings(monkeypatch):
+    """Clear the portable settings for one test, so that what store.main puts there (portable.apply) is
+    seen, and is undone afterwards (setenv first records the variable's absence)."""
+    for name in (*portable.PORTABLE_VARIABLES, portable.FLOAT_ENV):
+        monkeypatch.setenv(name, "placeholder")
+        monkeypatch.delenv(name)
+
+
 def test_store_command_runs_chapters_at_the_profile_it_fills(monkeypatch, capsys):
     """make paper and make default-store: the chapters' kernels inherit the profile, and at default the
     refresh setting that rewrites the default store (a plain default build never writes it)."""
     seen = []
     monkeypatch.setattr(store, "execute_chapter", lambda chapter, out_dir: seen.append(
         (chapter.stem, out_dir.name, os.environ["MCMC_BOOK_PROFILE"], os.environ.get("MCMC_BOOK_STORE"))) or True)
+    without_float_settings(monkeypatch)
     monkeypatch.setenv("MCMC_BOOK_PROFILE", "smoke")             # main sets both: restored after the test
     monkeypatch.setenv("MCMC_BOOK_STORE", "auto")
     monkeypatch.delenv("MCMC_BOOK_STORE")
     assert store.main(["kmc"]) == 0
     assert seen[-1] == ("kmc", "paper", "paper", None)
+    assert os.environ.get("OPENBLAS_CORETYPE") == portable.portable_environment(environ={}).get("OPENBLAS_CORETYPE")
     assert store.main(["--profile", "default", "kmc", "mamba"]) == 0
     assert seen[-2:] == [("kmc", "default", "default", "refresh"), ("mamba", "default", "default", "refresh")]
     assert "results/default" in capsys.readouterr().out
