@@ -298,6 +298,8 @@ def _largest_scale(chapter, name, units, sizes, store_dir, same_units, read_reco
         outdated = own_path if own is not None else None
     if store_setting() == "check":
         return _checked_instead_of_run(chapter, name, units, own, own_path, code)
+    if profile == "paper":
+        _refuse_native_floats(chapter, name, units)
     run_options.setdefault("label", f"{chapter}/{name}")
     if profile == "paper":                   # hours of work: kept in the repository as it finishes
         run_options.setdefault("checkpoint", checkpoint_directory(chapter, store_dir))
@@ -309,6 +311,32 @@ def _largest_scale(chapter, name, units, sizes, store_dir, same_units, read_reco
         unit_runner.UnitCheckpoint(run_options["checkpoint"]).remove(units, stats.keys)   # stored now
     return ExperimentResults(results, [u.params for u in units], [u.seed for u in units], sizes, profile, "run",
                              False, _describe_run(provenance, path, written, outdated), provenance)
+
+
+def _refuse_native_floats(chapter: str, name: str, units) -> None:
+    """A paper run computing natively on a CPU that can compute portably (``MCMC_BOOK_FLOAT=native``, to
+    save time on AVX-512) may run only units whose parameters hold no floating-point number: a float the
+    notebook computed would have other last bits than in a portable build, which would then see other
+    units and could not show the stored results. Any other experiment stops the run with a ValueError."""
+    if not portable.portable_environment() or portable.is_portable():
+        return
+    floats = [unit for unit in units if _holds_float(unit.params)]
+    if floats:
+        raise ValueError(f"{chapter}/{name}: MCMC_BOOK_FLOAT=native, but this experiment's units have "
+                         f"floating-point parameters (unit {units.index(floats[0])}: {_short(unit_runner.encode(floats[0].params, 'params'))}), "
+                         "whose last bits would differ from a portable build's; resume the paper run without "
+                         "MCMC_BOOK_FLOAT=native (what it stored so far stays)")
+
+
+def _holds_float(value) -> bool:
+    """Whether a parameter holds a float (or a float array) anywhere inside it."""
+    if isinstance(value, dict):
+        return any(_holds_float(item) for item in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_float(item) for item in value)
+    if hasattr(value, "dtype"):                  # a NumPy array or scalar
+        return value.dtype.kind in "fc"
+    return isinstance(value, (float, complex))
 
 
 def _current_record(record, units, code=None):

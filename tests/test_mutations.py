@@ -104,6 +104,8 @@ MUTATIONS = {
                                     "test_units.py", "default_build_takes_its_own"),
     "store-check-runs-the-units": ("mcmc_lib/store.py", '    if store_setting() == "check":', "    if False:",
                                    "test_units.py", "store_check_runs_nothing"),
+    "native-paper-run-stores-floats": ("mcmc_lib/store.py", "        _refuse_native_floats(chapter, name, units)",
+                                       "        pass", "test_units.py", "native_paper_run_runs_only"),
     # --- the checkpoint of a paper run: read back on another machine, emptied once stored
     "checkpoint-not-read": ("mcmc_lib/units.py", "        return kept.load(unit, key) if kept is not None else None",
                             "        return None", "test_units.py", "checkpoint_keeps_finished_units"),

@@ -75,6 +75,13 @@ def calls(counter):
     return len(counter.read_text().splitlines()) if counter.exists() else 0
 
 
+@pytest.fixture(autouse=True)
+def computing_portably(monkeypatch):
+    """The paper-profile tests run as under make, whatever this process's kernels: a native process on a
+    CPU that can compute portably refuses float parameters at the paper profile (tested on its own)."""
+    monkeypatch.setattr(portable, "is_portable", lambda: True)
+
+
 @pytest.fixture
 def cache_dir(tmp_path):
     return tmp_path / "cache"
@@ -692,6 +699,29 @@ def test_store_check_lists_what_the_chapters_printed(tmp_path, monkeypatch, caps
     assert store.main(["--check", "kmc"]) == 1
     assert seen == [("default", "check")]
     assert "kmc: 1 computed\n  kmc/abc: a build would compute it (why)" in capsys.readouterr().out
+
+
+def test_a_native_paper_run_runs_only_units_without_float_parameters(tmp_path, monkeypatch):
+    """MCMC_BOOK_FLOAT=native on a CPU that can compute portably: a paper run may go on natively with
+    units whose parameters are integers (kmc's Figure 2), and stops, storing nothing, at an experiment
+    whose parameters hold a float (which a portable build would see with other last bits)."""
+    monkeypatch.setattr(portable, "portable_environment", lambda *args, **kwargs: {"OPENBLAS_CORETYPE": "Haswell"})
+    monkeypatch.setattr(portable, "is_portable", lambda: False)
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "paper")
+    trial = cell(TRIAL)["trial"]
+    options = dict(store_dir=tmp_path / "paper", cache="off", jobs=1)
+    with pytest.raises(ValueError, match="MCMC_BOOK_FLOAT=native.*unit 0"):
+        store.largest_scale("demo", "floats", make_units(trial, count=2), **options)       # scale=1.5
+    assert not (tmp_path / "paper" / "demo" / "floats.json").exists()
+    arrays = [Unit(trial, dict(n=20, scale=2, grid=np.linspace(0, 1, 3)), seed=[7, 0])]
+    with pytest.raises(ValueError, match="floating-point parameters"):
+        store.largest_scale("demo", "arrays", arrays, **options)
+    integers = [Unit(trial, dict(n=20, scale=2), seed=[7, i]) for i in range(2)]
+    assert store.largest_scale("demo", "integers", integers, **options).source == "run"
+    assert not store._holds_float({"sizes": [1, (2, "a")], "flag": True, "grid": np.arange(3)})
+    assert store._holds_float({"sizes": [1, (2, np.float64(0.5))]})
+    monkeypatch.setattr(portable, "is_portable", lambda: True)
+    assert store.largest_scale("demo", "floats", make_units(trial, count=2), **options).source == "run"
 
 
 def without_float_settings(monkeypatch):
