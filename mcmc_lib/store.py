@@ -318,7 +318,7 @@ def _refuse_native_floats(chapter: str, name: str, units) -> None:
     save time on AVX-512) may run only units whose parameters hold no floating-point number: a float the
     notebook computed would have other last bits than in a portable build, which would then see other
     units and could not show the stored results. Any other experiment stops the run with a ValueError."""
-    if not portable.portable_environment() or portable.is_portable():
+    if not portable.portable_environment(environ={}) or portable.is_portable():   # environ={}: whatever the setting
         return
     floats = [unit for unit in units if _holds_float(unit.params)]
     if floats:

@@ -705,7 +705,9 @@ def test_a_native_paper_run_runs_only_units_without_float_parameters(tmp_path, m
     """MCMC_BOOK_FLOAT=native on a CPU that can compute portably: a paper run may go on natively with
     units whose parameters are integers (kmc's Figure 2), and stops, storing nothing, at an experiment
     whose parameters hold a float (which a portable build would see with other last bits)."""
-    monkeypatch.setattr(portable, "portable_environment", lambda *args, **kwargs: {"OPENBLAS_CORETYPE": "Haswell"})
+    monkeypatch.setattr(portable, "cpu_flags", lambda *args: frozenset({"avx2", "fma"}))   # a CPU that can
+    monkeypatch.setattr(portable.platform, "machine", lambda: "x86_64")
+    monkeypatch.setenv("MCMC_BOOK_FLOAT", "native")                                        # but does not
     monkeypatch.setattr(portable, "is_portable", lambda: False)
     monkeypatch.setenv("MCMC_BOOK_PROFILE", "paper")
     trial = cell(TRIAL)["trial"]
