@@ -25,16 +25,18 @@ $(error mcmc_lib/portable.py failed: see the message above)
 endif
 $(foreach setting,$(PORTABLE_SETTINGS),$(eval export $(setting)))
 
-.PHONY: help env book test unit sync nbval book-smoke check-browser notebook lab bench export references paper default-store store-check paper-costs clean
+.PHONY: help env book test unit sync nbval book-smoke chromium check-browser book-default-check notebook lab bench export references paper default-store store-check paper-costs clean
 
 help:
 	@echo "make book       - build the HTML book at _build/html/index.html (MCMC_BOOK_PROFILE=default)"
-	@echo "make test       - what CI runs: unit, sync, nbval, book-smoke and check-browser below"
+	@echo "make test       - what CI runs: unit, sync, nbval, book-smoke, check-browser and book-default-check"
 	@echo "make unit       - the pytest unit tests (tests/)"
 	@echo "make sync       - check that mcmc_lib/methods is in sync with the chapters' exported cells"
 	@echo "make nbval      - execute every chapter as a notebook at the smoke profile"
 	@echo "make book-smoke - strict (-W) book build at the smoke profile, then the HTML checks"
 	@echo "make check-browser - every page of _build/html in headless Chromium at 1,400 and 400 px"
+	@echo "make book-default-check - the default build (as readers see it) built strictly and checked the"
+	@echo "                same way, when the committed stores are current (else skipped, with why)"
 	@echo "make notebook CHAPTER=foundations"
 	@echo "                - one chapter as a plain notebook, executed at smoke size, in _build/notebooks/"
 	@echo "make lab CHAPTER=foundations"
@@ -70,7 +72,7 @@ book: $(STAMP)
 	MCMC_BOOK_PROFILE=$${MCMC_BOOK_PROFILE:-default} $(BIN)/jupyter-book build . --all
 	@echo "The book is at _build/html/index.html"
 
-test: unit sync nbval book-smoke check-browser
+test: unit sync nbval book-smoke check-browser book-default-check
 	@echo "make test: all checks passed"
 
 unit: $(STAMP)
@@ -96,14 +98,29 @@ book-smoke: $(STAMP)
 # wide content without a scroll cue, unreadable or unlabelled figures, raw LaTeX or MyST. Chromium is
 # Debian's package, installed here when it is missing and this runs as root with apt-get (as in CI);
 # CHROMIUM=/path/to/chrome uses another.
-check-browser: $(STAMP)
+chromium:
 	@if [ -z "$${CHROMIUM:-}" ] && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "installing chromium (apt-get)"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "make check-browser needs Chromium: apt-get install chromium, or set CHROMIUM=/path/to/chrome"; exit 1; fi; \
 	fi
+
+check-browser: $(STAMP) chromium
 	$(BIN)/python tests/check_browser.py _build/html
+
+# The book as readers see it: the default profile, built strictly into _build/default/ and checked as
+# the smoke build is (HTML, then Chromium at 1,400 and 400 px). It runs when make store-check finds every
+# experiment in the committed stores (about 3 minutes in all); when the stores are not current it says
+# so and skips (a build would compute for up to an hour: refresh them with make default-store).
+book-default-check: $(STAMP) chromium
+	@status=0; $(BIN)/python -m mcmc_lib.store --check || status=$$?; \
+	if [ $$status = 1 ]; then echo "book-default-check: skipped, the committed stores are not current (above)"; exit 0; fi; \
+	if [ $$status != 0 ]; then exit $$status; fi; \
+	rm -rf _build/claims; \
+	MCMC_BOOK_PROFILE=default $(BIN)/jupyter-book build . $(JB_FLAGS) --path-output _build/default; \
+	$(BIN)/python tests/check_html.py _build/default/_build/html; \
+	$(BIN)/python tests/check_browser.py _build/default/_build/html
 
 # One chapter as a plain Jupyter notebook: code included from mcmc_lib shown as code, numbers and
 # figures filled in, citations and equation numbers as in the book (book/_ext/notebook_download.py).

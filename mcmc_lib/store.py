@@ -617,7 +617,8 @@ def check_stores(stems, book_dir: Path, out_dir: Path) -> int:
     """``python -m mcmc_lib.store --check`` (``make store-check``): execute chapters at the default
     profile with ``MCMC_BOOK_STORE=check``, which runs no unit, and list the experiments a build would
     compute rather than take from the committed stores, each with the reason (the first parameter
-    that differs, or the code that changed). 0 when there are none and every chapter ran to its end."""
+    that differs, or the code that changed). Exit status 0 when there are none, 1 when there are, 2
+    when a chapter stopped early (a cell failed: a fault of its own, not of the stores)."""
     os.environ.update({"MCMC_BOOK_PROFILE": "default", STORE_ENV: "check"})
     portable.apply()
     found, failed = [], []
@@ -630,7 +631,7 @@ def check_stores(stems, book_dir: Path, out_dir: Path) -> int:
               + ("" if ran else " (the chapter stopped early: a cell failed, see above)"), flush=True)
         for line in lines:
             print(f"  {line.removeprefix(CHECK_PREFIX).strip()}", flush=True)
-    return 1 if found or failed else 0
+    return 2 if failed else 1 if found else 0
 
 
 def checked_lines(notebook_path: Path) -> list[str]:

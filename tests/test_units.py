@@ -699,6 +699,9 @@ def test_store_check_lists_what_the_chapters_printed(tmp_path, monkeypatch, caps
     assert store.main(["--check", "kmc"]) == 1
     assert seen == [("default", "check")]
     assert "kmc: 1 computed\n  kmc/abc: a build would compute it (why)" in capsys.readouterr().out
+    monkeypatch.setattr(store, "execute_chapter", lambda chapter, out_dir: execute(chapter, out_dir) and False)
+    assert store.main(["--check", "kmc"]) == 2
+    assert "(the chapter stopped early" in capsys.readouterr().out
 
 
 def test_a_native_paper_run_runs_only_units_without_float_parameters(tmp_path, monkeypatch):
