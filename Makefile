@@ -35,6 +35,7 @@ help:
 	@echo "make nbval      - execute every chapter as a notebook at the smoke profile"
 	@echo "make book-smoke - strict (-W) book build at the smoke profile, then the HTML checks"
 	@echo "make check-browser - every page of _build/html in headless Chromium at 1,400 and 400 px"
+	@echo "make chromium   - install Debian's Chromium for the browser checks when it is missing (as root)"
 	@echo "make book-default-check - the default build (as readers see it) built strictly and checked the"
 	@echo "                same way, when the committed stores are current (else skipped, with why)"
 	@echo "make notebook CHAPTER=foundations"
