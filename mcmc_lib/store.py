@@ -297,11 +297,11 @@ def _largest_scale(chapter, name, units, sizes, store_dir, same_units, read_reco
             return _from_store(own, units, own_path, code)
         outdated = own_path if own is not None else None
     if store_setting() == "check":
-        return _checked_instead_of_run(chapter, name, units, own, own_path, code)
-    if profile == "paper":
-        _refuse_native_floats(chapter, name, units)
+        paper = read_record() if _shows_store(profile) else None
+        return _checked_instead_of_run(chapter, name, units, (own, own_path), (paper, path), code)
     run_options.setdefault("label", f"{chapter}/{name}")
     if profile == "paper":                   # hours of work: kept in the repository as it finishes
+        _refuse_native_floats(chapter, name, units)
         run_options.setdefault("checkpoint", checkpoint_directory(chapter, store_dir))
     results, stats = unit_runner.run_with_stats(units, **run_options)
     provenance = _provenance(units, stats, profile, code)
@@ -320,12 +320,13 @@ def _refuse_native_floats(chapter: str, name: str, units) -> None:
     units and could not show the stored results. Any other experiment stops the run with a ValueError."""
     if not portable.portable_environment(environ={}) or portable.is_portable():   # environ={}: whatever the setting
         return
-    floats = [unit for unit in units if _holds_float(unit.params)]
-    if floats:
+    first = next((i for i, unit in enumerate(units) if _holds_float(unit.params)), None)
+    if first is not None:
+        params = _short(unit_runner.encode(units[first].params, "params"))
         raise ValueError(f"{chapter}/{name}: MCMC_BOOK_FLOAT=native, but this experiment's units have "
-                         f"floating-point parameters (unit {units.index(floats[0])}: {_short(unit_runner.encode(floats[0].params, 'params'))}), "
-                         "whose last bits would differ from a portable build's; resume the paper run without "
-                         "MCMC_BOOK_FLOAT=native (what it stored so far stays)")
+                         f"floating-point parameters (unit {first}: {params}), whose last bits would differ "
+                         "from a portable build's; resume the paper run without MCMC_BOOK_FLOAT=native "
+                         "(what it stored so far stays)")
 
 
 def _holds_float(value) -> bool:
@@ -387,15 +388,15 @@ def _short(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _checked_instead_of_run(chapter, name, units, own, own_path, code) -> ExperimentResults:
+def _checked_instead_of_run(chapter, name, units, own, paper, code) -> ExperimentResults:
     """``MCMC_BOOK_STORE=check``: say why this experiment would be computed, run nothing, and go on with
-    the stored results (of other units, so later cells may fail) so that the rest of the chapter is checked."""
-    paper = read_store(chapter, name)
-    reason = store_mismatch(own, units, code)
-    if paper is not None:
-        reason += f"; the paper store's: {store_mismatch(paper, units, code) or 'the same units'}"
+    the stored results (of other units, so later cells may fail) so that the rest of the chapter is checked.
+    ``own`` and ``paper``: (record or None, its path) of the build's own store and of the paper store."""
+    reason = store_mismatch(own[0], units, code)
+    if paper[0] is not None:
+        reason += f"; the paper store's: {store_mismatch(paper[0], units, code) or 'the same units'}"
     print(f"{CHECK_PREFIX} {chapter}/{name}: a build would compute it ({reason})", flush=True)
-    record, path = (own, own_path) if own is not None else (paper, store_path(chapter, name))
+    record, path = own if own[0] is not None else paper
     if record is None:
         raise RuntimeError(f"{CHECK_PREFIX} {chapter}/{name}: nothing stored to go on with")
     return _from_store(record, units, path, code)

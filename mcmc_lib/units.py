@@ -27,8 +27,9 @@ defined in a notebook cell travels to the workers by value (cloudpickle), with t
 makes its generator with ``np.random.default_rng(seed)``. The convention is ``seed=[SEED, i, j]``:
 the chapter's SEED and the unit's indices in its grid, so adding a row to a grid leaves every other
 unit's stream as it was. Each unit runs with BLAS limited to one thread, so its result is identical
-bit for bit whatever the number of workers or the backend (on one kind of CPU: BLAS kernels differ
-between CPU types).
+bit for bit whatever the number of workers or the backend (and whatever the x86-64 CPU with AVX2 and
+FMA when it computes portably, as under make: ``mcmc_lib.portable``; natively, BLAS and NumPy kernels
+differ between CPU types).
 
 **What a unit takes and returns.** Parameters and results are JSON-like: None, bool, int, float,
 str, lists, tuples, dicts with str keys, numpy arrays (bool, int, float, str) and numpy scalars.
@@ -551,7 +552,8 @@ def library_code_hash(modules=None, package_dir: Path = PACKAGE_DIR) -> str:
 
 
 def environment() -> dict:
-    """What else decides a unit's floating-point results: Python, numpy and scipy versions, the CPU type."""
+    """What else decides a unit's floating-point results: Python, numpy and scipy versions, the architecture
+    (the kernels within it are held fixed by mcmc_lib.portable, and are not part of the key)."""
     versions = {}
     for package in ("numpy", "scipy"):
         try:
