@@ -140,13 +140,7 @@ def git_commit() -> tuple[str, bool]:
 def machine() -> dict:
     """The machine a run came from: platform, CPU model, cores, Python, NumPy and SciPy, and the kernels
     they compute with (mcmc_lib.portable)."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as file:
-            cpu = next(line.split(":", 1)[1].strip() for line in file if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return {"platform": platform.platform(), "cpu": cpu, "cores": os.cpu_count(),
+    return {"platform": platform.platform(), "cpu": unit_runner.cpu_model(), "cores": os.cpu_count(),
             **unit_runner.environment(), "floating_point": portable.describe()}
 
 
@@ -167,7 +161,18 @@ def _provenance(units, stats, profile: str, code: dict | None = None) -> dict:
             "unit_seconds_total": round(sum(seconds), 3), "unit_seconds_max": round(max(seconds, default=0), 3),
             "unit_cpu_seconds_total": round(sum(cpu), 3) if cpu else None,
             "unit_cpu_seconds_max": round(max(cpu), 3) if cpu else None,
+            # where the units were computed: a resumed run takes some from earlier sittings, maybe on other
+            # machines, so "machine" (above) is the one that wrote this file, not necessarily theirs
+            "unit_machines": unit_machine_counts(stats.unit_machines),
             **(experiment_code(units) if code is None else code)}
+
+
+def unit_machine_counts(machines) -> dict:
+    """How many units each machine computed ("not recorded" for entries older than that record)."""
+    counts = {}
+    for label in machines:
+        counts[label or "not recorded"] = counts.get(label or "not recorded", 0) + 1
+    return dict(sorted(counts.items(), key=lambda item: -item[1]))
 
 
 # ---------------------------------------------------------------- the store on disk
@@ -550,7 +555,16 @@ def _describe_store(stored, path, changed) -> str:
     return (f"{stored['profile'].capitalize()}-profile results from the committed store "
             f"({_relative(path)}: {_units(stored['n_units'])}, commit {_commit(stored)}, "
             f"{stored['date'][:10]}, {_duration(stored.get('unit_cpu_seconds_total') or stored['unit_seconds_total'])} of computing on "
-            f"{stored['machine']['cores']} cores); {since}.")
+            f"{stored['machine']['cores']} cores{_computed_elsewhere(stored)}); {since}.")
+
+
+def _computed_elsewhere(stored) -> str:
+    """", units computed on ..." when not every unit was computed by the machine that wrote the file."""
+    machines = stored.get("unit_machines") or {}
+    writer = f"{stored['machine']['cpu']}, {stored['machine'].get('floating_point')}"
+    if not machines or set(machines) == {writer}:
+        return ""
+    return ", units computed on " + "; ".join(f"{label} ({count})" for label, count in machines.items())
 
 
 def _describe_run(provenance, path, written, outdated=None) -> str:

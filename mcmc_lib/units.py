@@ -633,13 +633,13 @@ class UnitCache:
         except Exception:  # an unreadable entry (truncated disk, other numpy): recompute it
             return None
 
-    def save(self, unit, key, result, seconds, cpu_seconds=None):
+    def save(self, unit, key, result, seconds, cpu_seconds=None, machine=None):
         if self.directory is None:
             return
         path = self._path(unit, key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        entry = {"result": result, "seconds": seconds, "cpu_seconds": cpu_seconds, "function": function_name(unit.fn),
-                 "params": unit.params, "seed": unit.seed,
+        entry = {"result": result, "seconds": seconds, "cpu_seconds": cpu_seconds, "machine": machine,
+                 "function": function_name(unit.fn), "params": unit.params, "seed": unit.seed,
                  "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         # Write beside, then rename: a reader never sees half a file, even if this run is killed.
         with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".", suffix=".tmp", delete=False) as file:
@@ -674,12 +674,12 @@ class UnitCheckpoint:
     def has(self, unit, key) -> bool:
         return self._path(unit, key).exists()
 
-    def save(self, unit, key, result, seconds, cpu_seconds=None):
+    def save(self, unit, key, result, seconds, cpu_seconds=None, machine=None):
         path = self._path(unit, key)
         path.parent.mkdir(parents=True, exist_ok=True)
         entry = {"function": function_name(unit.fn), "params": encode(unit.params, "params"), "seed": unit.seed,
-                 "seconds": seconds, "cpu_seconds": cpu_seconds, "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                 "result": encode(result, "the result", compact=True)}
+                 "seconds": seconds, "cpu_seconds": cpu_seconds, "machine": machine,
+                 "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "result": encode(result, "the result", compact=True)}
         temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         temporary.write_text(json.dumps(entry) + "\n")
         os.replace(temporary, path)
@@ -736,12 +736,31 @@ _ONE_BLAS_THREAD = _OneBlasThread()
 
 def call_unit(index, fn, params, seed):
     """Run one unit where it lands (this process, a loky worker, a Dask worker): (index, result,
-    (wall seconds, CPU seconds)). The CPU time is the running thread's: with one BLAS thread it is the
-    unit's compute time even on a busy machine, where the wall time also counts the waiting."""
+    (wall seconds, CPU seconds, machine)). The CPU time is the running thread's: with one BLAS thread it
+    is the unit's compute time even on a busy machine, where the wall time also counts the waiting. The
+    machine (``machine_label``) is the one the unit ran on, which a Dask worker's need not share."""
     start, start_cpu = time.perf_counter(), time.thread_time()
     with _ONE_BLAS_THREAD:
         result = fn(seed=seed, **params)
-    return index, result, (time.perf_counter() - start, time.thread_time() - start_cpu)
+    return index, result, (time.perf_counter() - start, time.thread_time() - start_cpu, machine_label())
+
+
+def cpu_model() -> str:
+    """The CPU's model name (Linux), else what the platform says."""
+    try:
+        with open("/proc/cpuinfo") as file:
+            return next(line.split(":", 1)[1].strip() for line in file if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
+
+
+@lru_cache(maxsize=1)
+def machine_label() -> str:
+    """Where a unit was computed: the CPU model and the floating point it computed with (portable or
+    native, ``mcmc_lib.portable``). Kept with every cached and checkpointed unit, since a paper run's
+    units can be computed over several sittings on different machines."""
+    from . import portable
+    return f"{cpu_model()}, {portable.describe()}"
 
 
 def job_count(jobs=None) -> int:
@@ -799,7 +818,7 @@ def _on_dask(pending, scheduler, info):
 @dataclass
 class RunStats:
     """How a set of units ran: counts, backend, wall time, and each unit's wall and CPU time (from the
-    cache for units computed earlier; CPU time None where an older cache entry lacks it)."""
+    cache for units computed earlier; CPU time and machine None where an older entry lacks them)."""
     n_units: int
     n_cached: int
     backend: str                     # "cache" (nothing to compute), "serial", "loky" or "dask <address>"
@@ -807,6 +826,7 @@ class RunStats:
     wall_seconds: float
     unit_seconds: list = field(default_factory=list)
     unit_cpu_seconds: list = field(default_factory=list)
+    unit_machines: list = field(default_factory=list)   # where each unit ran (machine_label; None: not recorded)
     keys: list = field(default_factory=list)     # each unit's cache key (None with no cache or checkpoint)
 
 
@@ -846,13 +866,15 @@ def run_with_stats(units, label: str | None = None, jobs=None, scheduler=None, c
     store = UnitCache(cache_directory(cache))
     kept = UnitCheckpoint(checkpoint) if checkpoint is not None else None
     keys = unit_keys(units) if store.directory is not None or kept is not None else [None] * len(units)
-    results, seconds, cpu_seconds, pending = [None] * len(units), [0.0] * len(units), [None] * len(units), []
+    results, seconds, pending = [None] * len(units), [0.0] * len(units), []
+    cpu_seconds, machines = [None] * len(units), [None] * len(units)
     for i, (unit, key) in enumerate(zip(units, keys)):
         entry = _load(store, kept, unit, key)
         if entry is None:
             pending.append((i, unit))
         else:
-            results[i], seconds[i], cpu_seconds[i] = entry["result"], entry["seconds"], entry.get("cpu_seconds")
+            results[i], seconds[i] = entry["result"], entry["seconds"]
+            cpu_seconds[i], machines[i] = entry.get("cpu_seconds"), entry.get("machine")
     jobs, scheduler = job_count(jobs), dask_scheduler(scheduler)
     backend, workers = _backend(len(pending), jobs, scheduler)
     info = {"jobs": workers}
@@ -860,12 +882,13 @@ def run_with_stats(units, label: str | None = None, jobs=None, scheduler=None, c
     start = time.perf_counter()
     bar = _progress_bar(len(units), len(units) - len(pending), label, units, progress)
     try:
-        for index, result, (unit_seconds, unit_cpu_seconds) in computed:
+        for index, result, (unit_seconds, unit_cpu_seconds, machine) in computed:
             encode(result, where=f"the result of units[{index}] ({function_name(units[index].fn)})", convert=False)
-            store.save(units[index], keys[index], result, unit_seconds, unit_cpu_seconds)
+            store.save(units[index], keys[index], result, unit_seconds, unit_cpu_seconds, machine)
             if kept is not None:
-                kept.save(units[index], keys[index], result, unit_seconds, unit_cpu_seconds)
-            results[index], seconds[index], cpu_seconds[index] = result, unit_seconds, unit_cpu_seconds
+                kept.save(units[index], keys[index], result, unit_seconds, unit_cpu_seconds, machine)
+            results[index], seconds[index] = result, unit_seconds
+            cpu_seconds[index], machines[index] = unit_cpu_seconds, machine
             if bar is not None:
                 bar.update()
     finally:
@@ -874,7 +897,7 @@ def run_with_stats(units, label: str | None = None, jobs=None, scheduler=None, c
         if bar is not None:
             bar.close()
     stats = RunStats(len(units), len(units) - len(pending), backend, info["jobs"],
-                     time.perf_counter() - start, seconds, cpu_seconds, keys)
+                     time.perf_counter() - start, seconds, cpu_seconds, machines, keys)
     return results, stats
 
 
@@ -885,7 +908,7 @@ def _load(store, kept, unit, key):
     if entry is None:
         return kept.load(unit, key) if kept is not None else None
     if kept is not None and not kept.has(unit, key):
-        kept.save(unit, key, entry["result"], entry["seconds"], entry.get("cpu_seconds"))
+        kept.save(unit, key, entry["result"], entry["seconds"], entry.get("cpu_seconds"), entry.get("machine"))
     return entry
 
 

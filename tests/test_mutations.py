@@ -109,6 +109,11 @@ MUTATIONS = {
     # --- the checkpoint of a paper run: read back on another machine, emptied once stored
     "checkpoint-not-read": ("mcmc_lib/units.py", "        return kept.load(unit, key) if kept is not None else None",
                             "        return None", "test_units.py", "checkpoint_keeps_finished_units"),
+    # --- each unit keeps the machine it ran on (a resumed run's units can come from other machines)
+    "unit-machine-not-kept": ("mcmc_lib/units.py",
+                              "            cpu_seconds[i], machines[i] = entry.get(\"cpu_seconds\"), entry.get(\"machine\")",
+                              "            cpu_seconds[i] = entry.get(\"cpu_seconds\")", "test_units.py",
+                              "keeps_the_machine"),
     "checkpoint-kept-after-store": ("mcmc_lib/store.py",
                                     "        unit_runner.UnitCheckpoint(run_options[\"checkpoint\"]).remove(units, stats.keys)   # stored now",
                                     "        pass", "test_units.py", "paper_profile_checkpoints"),

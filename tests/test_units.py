@@ -910,3 +910,41 @@ def napper(seed, pause):
     assert all(row["cpu_seconds"] < 0.05 <= 0.2 <= row["seconds"] for row in record["units"])
     assert record["provenance"]["unit_cpu_seconds_total"] < 0.1
     assert max(store.store_costs(tmp_path)["demo"][0]) < 0.05
+
+
+def test_each_unit_keeps_the_machine_it_ran_on(tmp_path, monkeypatch):
+    """A paper run resumed over several sittings takes units computed elsewhere: each unit's machine is
+    kept in the cache and the checkpoint, and the store counts them, with entries that lack it as "not
+    recorded", and says so on the page when they are not all the writer's."""
+    unit_list = make_units(cell(TRIAL)["trial"], count=3)
+    checkpoint = store.checkpoint_directory("demo", tmp_path / "paper")
+    results, stats = run(unit_list, jobs=1, cache=tmp_path / "cache", checkpoint=checkpoint)
+    here = units.machine_label()
+    assert here.startswith(units.cpu_model() + ", ") and ("portable" in here or "native" in here)
+    assert stats.unit_machines == [here] * 3
+    paths = sorted(checkpoint.glob("*/*.json"))
+    entries = [json.loads(path.read_text()) for path in paths]
+    assert [entry["machine"] for entry in entries] == [here] * 3
+    _, cached = run(unit_list, jobs=1, cache=tmp_path / "cache")
+    assert cached.n_cached == 3 and cached.unit_machines == [here] * 3
+    # as if one unit came from a sitting that did not record it and one from another machine
+    other = "Another CPU, native (OpenBLAS SkylakeX kernels, NumPy with AVX512F)"
+    del entries[0]["machine"]
+    entries[1]["machine"] = other
+    for path, entry in zip(paths, entries):
+        path.write_text(json.dumps(entry))
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "paper")
+    ran = store.largest_scale("demo", "exp", unit_list, store_dir=tmp_path / "paper", cache="off", jobs=1)
+    assert ran.record["n_from_cache"] == 3
+    assert ran.record["unit_machines"] == {here: 1, other: 1, "not recorded": 1}
+    shown = store.largest_scale("demo", "exp", unit_list, store_dir=tmp_path / "paper", cache="off", jobs=1)
+    assert shown.source == "store" and "units computed on" in shown.provenance
+    assert f"{other} (1)" in shown.provenance and "not recorded (1)" in shown.provenance
+    assert_identical(shown.values, results)
+    # a file whose units were all computed by the machine that wrote it says nothing more
+    alone = store.largest_scale("demo", "alone", make_units(cell(TRIAL)["trial"], count=2),
+                                store_dir=tmp_path / "paper", cache="off", jobs=1)
+    assert alone.record["unit_machines"] == {here: 2}
+    again = store.largest_scale("demo", "alone", make_units(cell(TRIAL)["trial"], count=2),
+                                store_dir=tmp_path / "paper", cache="off", jobs=1)
+    assert again.source == "store" and "units computed on" not in again.provenance
