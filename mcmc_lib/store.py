@@ -51,6 +51,7 @@ import re
 import subprocess
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -169,10 +170,7 @@ def _provenance(units, stats, profile: str, code: dict | None = None) -> dict:
 
 def unit_machine_counts(machines) -> dict:
     """How many units each machine computed ("not recorded" for entries older than that record)."""
-    counts = {}
-    for label in machines:
-        counts[label or "not recorded"] = counts.get(label or "not recorded", 0) + 1
-    return dict(sorted(counts.items(), key=lambda item: -item[1]))
+    return dict(Counter(label or "not recorded" for label in machines).most_common())
 
 
 # ---------------------------------------------------------------- the store on disk
@@ -501,6 +499,12 @@ class Experiments:
             return record["compute_wall_seconds"]
         return record["wall_seconds"]
 
+    def stored_unit_seconds(self, name: str) -> list | None:
+        """The compute time of each unit of ``name``'s stored paper-profile run (``unit_compute_seconds``),
+        or None when it is not stored: what a page says its paper run cost, whatever this build ran."""
+        record = self._record(name)
+        return None if record is None else [unit_compute_seconds(row) for row in record["units"]]
+
     def provenance(self, *names: str) -> str:
         """One "Source" line per experiment, for the page (Markdown)."""
         missing = [name for name in names if name not in self.results]
@@ -561,7 +565,7 @@ def _describe_store(stored, path, changed) -> str:
 def _computed_elsewhere(stored) -> str:
     """", units computed on ..." when not every unit was computed by the machine that wrote the file."""
     machines = stored.get("unit_machines") or {}
-    writer = f"{stored['machine']['cpu']}, {stored['machine'].get('floating_point')}"
+    writer = unit_runner.label_of(stored["machine"]["cpu"], stored["machine"].get("floating_point"))
     if not machines or set(machines) == {writer}:
         return ""
     return ", units computed on " + "; ".join(f"{label} ({count})" for label, count in machines.items())
@@ -692,7 +696,7 @@ def cost_rows(sets: dict) -> list[dict]:
     return rows
 
 
-def _compute_seconds(entry: dict) -> float:
+def unit_compute_seconds(entry: dict) -> float:
     """A unit's compute time: its CPU time where recorded (wall time on a busy machine counts waiting)."""
     cpu = entry.get("cpu_seconds")
     return float(entry["seconds"] if cpu is None else cpu)
@@ -703,7 +707,7 @@ def store_costs(store_dir=None, profile: str = "paper") -> dict:
     sets = {}
     for path in sorted(store_directory(store_dir, profile).glob("*/*.json")):
         record = json.loads(path.read_text())
-        sets.setdefault(path.parent.name, []).append([_compute_seconds(row) for row in record["units"]])
+        sets.setdefault(path.parent.name, []).append([unit_compute_seconds(row) for row in record["units"]])
     return sets
 
 
@@ -722,7 +726,7 @@ def cache_costs(book_dir: Path, cache=None) -> dict:
         seconds = []
         for entry in folder.glob("*.pkl"):
             with open(entry, "rb") as file:
-                seconds.append(_compute_seconds(pickle.load(file)))
+                seconds.append(unit_compute_seconds(pickle.load(file)))
         sets.setdefault(chapter, []).append(seconds)
     return sets
 
@@ -732,7 +736,7 @@ def checkpoint_costs(store_dir=None) -> dict:
     unfinished paper runs have done so far."""
     sets = {}
     for folder in sorted(store_directory(store_dir).glob("*/checkpoint/*")):
-        seconds = [_compute_seconds(json.loads(entry.read_text())) for entry in sorted(folder.glob("*.json"))]
+        seconds = [unit_compute_seconds(json.loads(entry.read_text())) for entry in sorted(folder.glob("*.json"))]
         sets.setdefault(folder.parent.parent.name, []).append(seconds)
     return sets
 

@@ -760,7 +760,12 @@ def machine_label() -> str:
     native, ``mcmc_lib.portable``). Kept with every cached and checkpointed unit, since a paper run's
     units can be computed over several sittings on different machines."""
     from . import portable
-    return f"{cpu_model()}, {portable.describe()}"
+    return label_of(cpu_model(), portable.describe())
+
+
+def label_of(cpu: str, floating_point) -> str:
+    """The one spelling of a machine's label, shared by the units' records and the stores' provenance."""
+    return f"{cpu}, {floating_point}"
 
 
 def job_count(jobs=None) -> int:

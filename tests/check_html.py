@@ -22,6 +22,8 @@ def notebook_problems(path: Path) -> list[str]:
     nb = json.loads(path.read_text())
     found = []
     for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] == "code":
+            found.extend(f"cell {i} {p}" for p in echoed_values(cell))
         if cell["cell_type"] != "markdown":
             continue
         text = "".join(cell["source"])
@@ -32,6 +34,19 @@ def notebook_problems(path: Path) -> list[str]:
         for name in re.findall(r"attachment:([^)\s]+)", text):
             if name not in cell.get("attachments", {}):
                 found.append(f"cell {i} shows a missing attachment {name}")
+    return found
+
+
+def echoed_values(cell) -> list[str]:
+    """A cell whose last line returns a bare value (a claim's outcome, say) shows it on the page as
+    ``'reproduced'``: the page would print what the code meant to keep."""
+    found = []
+    for output in cell.get("outputs", []):
+        data = output.get("data", {})
+        if output.get("output_type") == "execute_result" and set(data) == {"text/plain"}:
+            text = "".join(data["text/plain"])
+            if re.fullmatch(r"""'[^'\n]*'|"[^"\n]*"|-?[\d.e+-]+|None|True|False""", text.strip()):
+                found.append(f"echoes a bare value {text.strip()[:40]} (assign it, or end the line with ;)")
     return found
 
 

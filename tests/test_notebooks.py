@@ -92,3 +92,18 @@ def test_foundations_runs_as_is_with_its_numbers(tmp_path, book, monkeypatch):
     figure_cell = next(c for c in nb.cells if "attachment:fig_scatter.png" in c.source)
     assert "image/png" in figure_cell.attachments["fig_scatter.png"]
     nbformat.validate(nb)
+
+
+def test_a_cell_that_echoes_a_bare_value_is_a_problem():
+    sys.path.insert(0, str(REPO / "tests"))
+    from check_html import echoed_values
+
+    def cell(*outputs):
+        return nbformat.v4.new_code_cell("x", outputs=list(outputs))
+
+    echo = nbformat.v4.new_output("execute_result", {"text/plain": "'reproduced'"}, execution_count=1)
+    table = nbformat.v4.new_output("execute_result", {"text/plain": "<table>", "text/html": "<table/>"},
+                                   execution_count=2)
+    shown = nbformat.v4.new_output("display_data", {"text/plain": "'reproduced'"})
+    assert echoed_values(cell(echo)) == ["echoes a bare value 'reproduced' (assign it, or end the line with ;)"]
+    assert echoed_values(cell(table, shown)) == []          # a rich result and a deliberate display are fine

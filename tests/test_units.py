@@ -852,6 +852,8 @@ def test_experiments_read_the_store_once_and_show_where_results_came_from(tmp_pa
     assert_identical(shown, stored["first"])
     assert chapter.results["first"].source == "store" and len(reads) == 2       # each record read once
     assert chapter.wall_seconds("first") == chapter.results["first"].record["wall_seconds"]
+    first_units = store.read_store("demo", "first", store_dir)["units"]
+    assert chapter.stored_unit_seconds("first") == [row["cpu_seconds"] for row in first_units]
     # a build whose units all come from the cache reports the time they took, not its own ~0 s
     monkeypatch.setenv("MCMC_BOOK_STORE", "off")
     warm = store.Experiments("demo", ["first"], paper_sizes, store_dir=store_dir)
@@ -874,6 +876,7 @@ def test_experiments_read_the_store_once_and_show_where_results_came_from(tmp_pa
     (store_dir / "demo" / "second.json").unlink()
     partial = store.Experiments("demo", ["first", "second"], default_sizes, store_dir=store_dir)
     assert (partial.sizes, partial.scale) == (default_sizes, "default")
+    assert partial.stored_unit_seconds("second") is None
     assert partial.stored_sizes(["first"], default_sizes) == (paper_sizes, "paper")
 
 
