@@ -306,6 +306,8 @@ def _largest_scale(chapter, name, units, sizes, store_dir, same_units, read_reco
     if profile == "paper":                   # hours of work: kept in the repository as it finishes
         _refuse_native_floats(chapter, name, units)
         run_options.setdefault("checkpoint", checkpoint_directory(chapter, store_dir))
+        if own is not None:
+            carry_stored_units(own, units, run_options["checkpoint"], code)
     results, stats = unit_runner.run_with_stats(units, **run_options)
     provenance = _provenance(units, stats, profile, code)
     written = (_write(own_path, provenance, units, results, stats, sizes) if _writes_own_store(profile)
@@ -314,6 +316,26 @@ def _largest_scale(chapter, name, units, sizes, store_dir, same_units, read_reco
         unit_runner.UnitCheckpoint(run_options["checkpoint"]).remove(units, stats.keys)   # stored now
     return ExperimentResults(results, [u.params for u in units], [u.seed for u in units], sizes, profile, "run",
                              False, _describe_run(provenance, path, written, outdated), provenance)
+
+
+def carry_stored_units(record, units, checkpoint, code=None) -> int:
+    """Put in the checkpoint the units of a stored paper run that ``units`` repeat (same function,
+    parameters and seed) when their code is unchanged since (``code_changes``; ``code``: as there).
+    A paper run at changed sizes (a cell added, more trials in some) then computes only the units that
+    are new, however long ago and wherever the stored ones ran. Returns how many it carried. A unit
+    keeps its machine when the stored run names a single one."""
+    if code_changes(record["provenance"], units, code):
+        return 0
+    stored = {_unit_signature(row["function"], row["params"], row["seed"]): row for row in record["units"]}
+    labels = record["provenance"].get("unit_machines") or {}
+    machine = next(iter(labels)) if len(labels) == 1 and "not recorded" not in labels else None
+    kept, carried = unit_runner.UnitCheckpoint(checkpoint), 0
+    for unit, key in zip(units, unit_runner.unit_keys(units)):
+        row = stored.get(_unit_signature(unit_runner.function_name(unit.fn), unit.params, unit.seed))
+        if row is not None and not kept.has(unit, key):
+            kept.save(unit, key, row["result"], row["seconds"], row.get("cpu_seconds"), machine)
+            carried += 1
+    return carried
 
 
 def _refuse_native_floats(chapter: str, name: str, units) -> None:

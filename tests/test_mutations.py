@@ -119,6 +119,12 @@ MUTATIONS = {
                                     "        pass", "test_units.py", "paper_profile_checkpoints"),
     "resumed-paper-run-redoes-stored": ("mcmc_lib/store.py", 'or (profile == "paper" and setting != "refresh")',
                                         "or False", "test_units.py", "paper_profile_checkpoints"),
+    "stored-units-carried-across-code-change": ("mcmc_lib/store.py",
+                                                "    if code_changes(record[\"provenance\"], units, code):\n        return 0",
+                                                "    if False:\n        return 0", "test_units.py",
+                                                "changed_sizes_computes_only_the_new_units"),
+    "stored-units-not-carried": ("mcmc_lib/store.py", "            carry_stored_units(own, units, run_options[\"checkpoint\"], code)",
+                                 "            pass", "test_units.py", "changed_sizes_computes_only_the_new_units"),
     # --- portable floating point: the settings an x86-64 with AVX2 and FMA gets
     "portable-sets-nothing": ("mcmc_lib/portable.py", "    return dict(PORTABLE_VARIABLES)", "    return {}",
                               "test_portable.py", "haswell_kernels_and_no_avx512"),

@@ -880,6 +880,33 @@ def test_experiments_read_the_store_once_and_show_where_results_came_from(tmp_pa
     assert partial.stored_sizes(["first"], default_sizes) == (paper_sizes, "paper")
 
 
+def test_a_paper_run_at_changed_sizes_computes_only_the_new_units(tmp_path, monkeypatch):
+    """A stored paper run's units that a re-run repeats (same code) come from the store, whatever cache
+    the machine has: only the units that are new run; after a code change, all of them do."""
+    namespace = {"__name__": "__main__", "np": np}
+    trial = cell(TRIAL, namespace)["trial"]
+    counter, store_dir = tmp_path / "calls", tmp_path / "paper"
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "paper")
+    monkeypatch.delenv("MCMC_BOOK_STORE", raising=False)
+
+    def run(count, cache):                                      # the trial function of the latest cell
+        units = make_units(namespace["trial"], count=count, counter=str(counter))
+        return units, store.largest_scale("demo", "grid", units, store_dir=store_dir, cache=cache, jobs=1)
+
+    units, first = run(3, tmp_path / "cache-1")
+    assert calls(counter) == 3
+    units, grown = run(5, tmp_path / "cache-2")                # another machine, an empty cache
+    assert calls(counter) == 5                                  # units 3 and 4 alone ran
+    assert_identical(grown.values, serial_loop(make_units(trial, count=5)))
+    assert grown.record["n_from_cache"] == 3
+    assert not store.checkpoint_directory("demo", store_dir).exists()    # emptied once stored
+    cell(TRIAL.replace("rng.standard_normal((n, n))", "rng.standard_normal((n, n)) * 1.0"), namespace)
+    changed = make_units(namespace["trial"], count=5, counter=str(counter))
+    assert store.carry_stored_units(store.read_store("demo", "grid", store_dir), changed, tmp_path / "kept") == 0
+    units, redone = run(5, tmp_path / "cache-3")
+    assert calls(counter) == 10 and redone.record["n_from_cache"] == 0
+
+
 def test_projected_wall_time_shares_units_over_workers():
     # longest first to the least-loaded worker: {3, 2, 2} / {3, 2} (greedy, within 4/3 of the best split)
     assert store.projected_wall_seconds([3, 3, 2, 2, 2], 2) == 7
