@@ -891,11 +891,11 @@ def test_a_paper_run_at_changed_sizes_computes_only_the_new_units(tmp_path, monk
 
     def run(count, cache):                                      # the trial function of the latest cell
         units = make_units(namespace["trial"], count=count, counter=str(counter))
-        return units, store.largest_scale("demo", "grid", units, store_dir=store_dir, cache=cache, jobs=1)
+        return store.largest_scale("demo", "grid", units, store_dir=store_dir, cache=cache, jobs=1)
 
-    units, first = run(3, tmp_path / "cache-1")
+    run(3, tmp_path / "cache-1")
     assert calls(counter) == 3
-    units, grown = run(5, tmp_path / "cache-2")                # another machine, an empty cache
+    grown = run(5, tmp_path / "cache-2")                # another machine, an empty cache
     assert calls(counter) == 5                                  # units 3 and 4 alone ran
     assert_identical(grown.values, serial_loop(make_units(trial, count=5)))
     assert grown.record["n_from_cache"] == 3
@@ -903,7 +903,7 @@ def test_a_paper_run_at_changed_sizes_computes_only_the_new_units(tmp_path, monk
     cell(TRIAL.replace("rng.standard_normal((n, n))", "rng.standard_normal((n, n)) * 1.0"), namespace)
     changed = make_units(namespace["trial"], count=5, counter=str(counter))
     assert store.carry_stored_units(store.read_store("demo", "grid", store_dir), changed, tmp_path / "kept") == 0
-    units, redone = run(5, tmp_path / "cache-3")
+    redone = run(5, tmp_path / "cache-3")
     assert calls(counter) == 10 and redone.record["n_from_cache"] == 0
 
 
