@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 
 from mcmc_lib import targets
+from mcmc_lib.methods.mamba import BayesNN
+from mcmc_lib.methods.nonrev_u import BNNConditional
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "run_benchmarks.py"
 
@@ -34,6 +36,8 @@ def test_benchmark_rows_are_measured_where_the_sampler_accepts(sampler_name):
                                             (rng.uniform(size=300) < 0.3).astype(float)), "X w and X^T r"),
     (lambda rng: targets.squared_exponential_gaussian(12), "(x - m) S^-1"),
     (lambda rng: targets.neal_gaussian(30), "(x - m) / v"),
+    (lambda rng: small_bnn(rng, n_chains=3), "X W, X^T D, h w_o and h^T r"),
+    (lambda rng: small_network(rng), "X B, h A, D A^T, X^T D', h^T D"),
 ])
 def test_target_floor_rows_hold_a_ratio_to_the_matrix_products(make_target, floor):
     """Each hot target is timed against its floor (the products alone, on arrays of the same
@@ -45,9 +49,9 @@ def test_target_floor_rows_hold_a_ratio_to_the_matrix_products(make_target, floo
     assert row["floor"] == floor and row["n_chains"] == 3 and row["dim"] == target.dim
     assert row["logp_and_grad_microseconds"] > 0 and row["floor_microseconds"] > 0
     assert np.isfinite(row["floor_ratio"]) and row["floor_ratio"] > 0
-    is_regression = isinstance(target, targets.LogisticRegression)
-    assert ("floor_with_exp_ratio" in row) == is_regression
-    if is_regression:
+    has_exps = not isinstance(target, targets.Gaussian)
+    assert ("floor_with_exp_ratio" in row) == has_exps
+    if has_exps:
         assert row["floor_with_exp_microseconds"] > 0 and np.isfinite(row["floor_with_exp_ratio"])
 
 
@@ -76,3 +80,38 @@ def test_floor_kernel_computes_the_products_of_the_target():
     eta, product = kernel()
     assert eta.shape == (2, 50) and product.shape == (2, 3)
     np.testing.assert_allclose(eta, w @ X.T)
+
+
+def small_bnn(rng, n_chains):
+    """nonrev_u's BNN on 20 random cases with 3 inputs and 4 hidden units."""
+    return BNNConditional(rng.standard_normal((20, 3)), (rng.uniform(size=20) < 0.5).astype(float), n_chains,
+                          n_hidden=4)
+
+
+def small_network(rng):
+    """mamba's network on 15 random points with 6 inputs, 4 hidden units and 3 classes."""
+    return BayesNN(rng.standard_normal((15, 6)), rng.integers(0, 3, 15), n_hidden=4, n_classes=3)
+
+
+def test_network_floors_are_the_products_their_gradients_make():
+    """The floor of each network holds products of the shapes its logp_and_grad multiplies (the data
+    with every chain's first-layer weights, and the layers' residuals back), and the exp floor adds one
+    exp per activation: per case, a tanh per hidden unit and a sigmoid (BNN), a softmax over the hidden
+    units and one over the classes (mamba's network)."""
+    bench = _load_script()
+    rng = np.random.default_rng(3)
+    bnn = small_bnn(rng, n_chains=2)
+    theta = bench.typical_starts(bnn, 2, rng)
+    first, back, output, output_back = bench.floor_kernel(bnn, theta, rng)[1]()
+    assert first.shape == (20, 2 * 4) and back.shape == (3, 2 * 4)
+    assert output.shape == (2, 20, 1) and output_back.shape == (2, 1, 4)
+    _, exps = bench.exp_floor_kernel(bnn, theta, rng)()
+    assert [e.shape for e in exps] == [(20, 2 * 4), (20, 2)] and all(np.all((e > 0) & (e <= 1)) for e in exps)
+
+    network = small_network(rng)
+    theta = bench.typical_starts(network, 2, rng)
+    shapes = [a.shape for a in bench.floor_kernel(network, theta, rng)[1]()]
+    assert shapes == [(2, 15, 4), (2, 15, 3), (2, 15, 4), (2, 6, 4), (2, 4, 3)]
+    _, exps = bench.exp_floor_kernel(network, theta, rng)()
+    assert [e.shape for e in exps] == [(15, 2 * 4), (15, 2 * 3)]
+    assert np.all(np.abs(theta) < 1) and theta.shape == (2, network.dim)   # small weights, as the chapters start
