@@ -225,17 +225,28 @@ class Rule:
         return REPRODUCED if inside else NOT_REPRODUCED if outside else INCONCLUSIVE
 
     def replicates_to_decide(self, estimate: Estimate) -> int | None:
-        """How many replicates would make the interval clear the nearest threshold, from the observed spread
-        (None when the spread is unknown or the mean sits on the threshold)."""
+        """How many replicates would make the interval clear the nearest threshold if the mean and the spread
+        of one replicate stayed as observed: the smallest n whose Student-t half-width, t(n - 1) sd / sqrt(n),
+        is below the gap (on the log scale for a geometric mean). None when the spread is unknown, the mean
+        sits on the threshold, or a geometric mean faces a threshold <= 0."""
         sd = estimate.spread
-        if not math.isfinite(sd) or sd <= 0 or estimate.method.startswith("geometric"):
+        if not math.isfinite(sd) or sd <= 0:
             return None
         edges = [self.threshold] if self.kind != "within" else [self.low, self.high]
-        gap = min(abs(estimate.value - edge) for edge in edges)
+        value = estimate.value
+        if estimate.method.startswith("geometric"):
+            if value <= 0 or min(edges) <= 0:
+                return None
+            value, edges = math.log(value), [math.log(edge) for edge in edges]
+        gap = min(abs(value - edge) for edge in edges)
         if gap == 0:
             return None
-        z = float(stats.norm.ppf(0.5 + estimate.level / 2))
-        return max(estimate.n_replicates + 1, math.ceil((z * sd / gap) ** 2))
+        quantile = 0.5 + estimate.level / 2
+        # t > z, so the normal approximation (z sd / gap)^2 is a lower bound: step up from it.
+        n = max(estimate.n_replicates + 1, 2, math.ceil((stats.norm.ppf(quantile) * sd / gap) ** 2))
+        while stats.t.ppf(quantile, n - 1) * sd / math.sqrt(n) >= gap:
+            n += 1
+        return n
 
 
 def _finite(value, name):

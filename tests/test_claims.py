@@ -50,15 +50,49 @@ def test_win_fraction_counts_the_claimed_winner():
     assert sure.value == 1.0 and sure.low < 1.0 and sure.high == 1.0
 
 
+def with_mean_and_sd(mean, sd, n):
+    """n evenly spaced values with exactly this mean and sample standard deviation."""
+    spread = np.arange(n) - (n - 1) / 2
+    return mean + sd * spread / np.std(spread, ddof=1)
+
+
 def test_inconclusive_claim_says_how_many_replicates_would_decide(tmp_path):
     registry = claims.ClaimsRegistry("demo", directory=tmp_path)
+    rule = Rule.greater("ratio of tau", 1.0, "the paper's direction")
     registry.declare("bnn", statement="PL with non-reversible u is 1.25x better", source="Sec. 6, Table 3",
-                     published="1.25x", rule=Rule.greater("ratio of tau", 1.0, "the paper's direction"))
+                     published="1.25x", rule=rule)
     # mean 1.1, sd 0.4 over 4 replicates: the interval straddles 1
-    assert registry.decide("bnn", Estimate.from_replicates([0.7, 1.5, 0.8, 1.4])) == claims.INCONCLUSIVE
-    note = registry.claims[0].note
-    needed = math.ceil((1.959963984540054 * np.std([0.7, 1.5, 0.8, 1.4], ddof=1) / 0.1) ** 2)
-    assert f"About {needed} replicates" in note
+    values = [0.7, 1.5, 0.8, 1.4]
+    assert registry.decide("bnn", Estimate.from_replicates(values)) == claims.INCONCLUSIVE
+    needed = rule.replicates_to_decide(Estimate.from_replicates(values))
+    assert f"About {needed} replicates" in registry.claims[0].note
+    # the count is the smallest that decides at this mean and spread (Student-t, not the normal's z)
+    sd = float(np.std(values, ddof=1))
+    assert rule.decide(Estimate.from_replicates(with_mean_and_sd(1.1, sd, needed))) == claims.REPRODUCED
+    assert rule.decide(Estimate.from_replicates(with_mean_and_sd(1.1, sd, needed - 1))) == claims.INCONCLUSIVE
+    assert needed > math.ceil((1.959963984540054 * sd / 0.1) ** 2)
+
+
+@pytest.mark.parametrize("rule, mean", [(Rule.greater("ratio", 1.0, "paper"), 1.07),
+                                        (Rule.less("ratio", 1.0, "paper"), 0.9),
+                                        (Rule.within("ratio", 0.8, 1.25, "paper"), 1.2)])
+def test_replicates_to_decide_a_geometric_mean_count_on_the_log_scale(rule, mean):
+    """A geometric mean's interval is Student-t on log(values): the projection works there too."""
+    logs = with_mean_and_sd(math.log(mean), 0.2, 10)
+    estimate = Estimate.from_replicates(np.exp(logs), log_scale=True)
+    assert rule.decide(estimate) == claims.INCONCLUSIVE
+    needed = rule.replicates_to_decide(estimate)
+    decided = Estimate.from_replicates(np.exp(with_mean_and_sd(math.log(mean), 0.2, needed)), log_scale=True)
+    short = Estimate.from_replicates(np.exp(with_mean_and_sd(math.log(mean), 0.2, needed - 1)), log_scale=True)
+    assert rule.decide(decided) != claims.INCONCLUSIVE and rule.decide(short) == claims.INCONCLUSIVE
+
+
+def test_replicates_to_decide_is_none_without_a_spread_or_a_gap():
+    rule = Rule.greater("ratio", 1.0, "paper")
+    assert rule.replicates_to_decide(interval(0.9, 1.2)) is None                      # no spread recorded
+    assert rule.replicates_to_decide(Estimate.from_replicates([0.8, 1.2])) is None    # mean on the threshold
+    geometric = Estimate.from_replicates([0.5, 2.0, 1.5], log_scale=True)
+    assert Rule.greater("difference", 0.0, "paper").replicates_to_decide(geometric) is None   # log(0) undefined
 
 
 def test_a_claim_without_source_or_rule_is_refused(tmp_path):

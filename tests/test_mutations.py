@@ -128,6 +128,12 @@ MUTATIONS = {
     # --- portable floating point: the settings an x86-64 with AVX2 and FMA gets
     "portable-sets-nothing": ("mcmc_lib/portable.py", "    return dict(PORTABLE_VARIABLES)", "    return {}",
                               "test_portable.py", "haswell_kernels_and_no_avx512"),
+    # --- claims: how many replicates an inconclusive claim needs
+    "replicates-to-decide-by-z": ("mcmc_lib/claims.py", "        while stats.t.ppf(quantile, n - 1) * sd / math.sqrt(n) >= gap:",
+                                  "        while False:", "test_claims.py", "replicates"),
+    "replicates-to-decide-geometric-not-logged": ("mcmc_lib/claims.py",
+                                                  "            value, edges = math.log(value), [math.log(edge) for edge in edges]",
+                                                  "            pass", "test_claims.py", "replicates"),
     # --- diagnostics
     "ess-of-stuck-chain-is-N": (DIAG, "if np.all(chains_2d == first):\n        return 0.0",
                                 "if np.all(chains_2d == first):\n        return float(chains_2d.size)",
