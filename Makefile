@@ -161,8 +161,8 @@ paper: $(STAMP)
 
 # The default profile's results, committed like the paper profile's: a cold `make book` takes an
 # experiment from results/default/ instead of computing it when the store holds exactly its units and
-# the code they ran is unchanged (else it computes). Run after a change of the units' code; the units
-# come from the cache where they are unchanged, so after a `make book` this takes minutes.
+# the code they ran is unchanged (else it computes). Run after a change of the units' code: units that
+# are unchanged come from the cache or from the store it rewrites, so only new or changed units run.
 default-store: $(STAMP)
 	$(BIN)/python -m mcmc_lib.store --profile default \
 	    $(if $(filter command line,$(origin CHAPTERS)),$(basename $(notdir $(CHAPTERS))))

@@ -24,7 +24,9 @@ experiment's results through one call, at every profile::
 - at ``default``, where no paper-profile results are stored, it takes the committed default-profile
   results (``results/default/<chapter>/<name>.json``) when they hold exactly these units and the code
   they ran is unchanged, which is what the build would compute (timings aside); else it runs the
-  units. ``MCMC_BOOK_STORE=refresh`` (``make default-store``) runs them and rewrites that store;
+  units. ``MCMC_BOOK_STORE=refresh`` (``make default-store``) runs them and rewrites that store,
+  taking the units it repeats by unchanged code from the store it rewrites (through the unit cache:
+  a fresh clone recomputes only what is new or changed);
 - at ``smoke`` it always runs the units, so that CI exercises the code and the regression references
   stay smoke-size. ``MCMC_BOOK_STORE=on`` or ``off`` overrides this for default and smoke.
 
@@ -308,6 +310,10 @@ def _largest_scale(chapter, name, units, sizes, store_dir, same_units, read_reco
         run_options.setdefault("checkpoint", checkpoint_directory(chapter, store_dir))
         if own is not None:
             carry_stored_units(own, units, run_options["checkpoint"], code)
+    elif _writes_own_store(profile):         # make default-store: rewrite the store, recompute what changed
+        own = read_store(chapter, name, store_dir, profile)
+        if own is not None:
+            _carry(own, units, unit_runner.UnitCache(unit_runner.cache_directory(run_options.get("cache"))), code)
     results, stats = unit_runner.run_with_stats(units, **run_options)
     provenance = _provenance(units, stats, profile, code)
     written = (_write(own_path, provenance, units, results, stats, sizes) if _writes_own_store(profile)
@@ -324,12 +330,19 @@ def carry_stored_units(record, units, checkpoint, code=None) -> int:
     A paper run at changed sizes (a cell added, more trials in some) then computes only the units that
     are new, however long ago and wherever the stored ones ran. Returns how many it carried. A unit
     keeps its machine when the stored run names a single one."""
-    if code_changes(record["provenance"], units, code):
+    return _carry(record, units, unit_runner.UnitCheckpoint(checkpoint), code)
+
+
+def _carry(record, units, kept, code=None) -> int:
+    """``carry_stored_units`` into ``kept``: a paper run's checkpoint, or the unit cache when ``make
+    default-store`` rewrites the default store (so that it recomputes only the units that are new or whose
+    code changed, not every unit a fresh clone's cache lacks). Nothing when the cache is off."""
+    if getattr(kept, "directory", None) is None or code_changes(record["provenance"], units, code):
         return 0
     stored = {_unit_signature(row["function"], row["params"], row["seed"]): row for row in record["units"]}
     labels = record["provenance"].get("unit_machines") or {}
     machine = next(iter(labels)) if len(labels) == 1 and "not recorded" not in labels else None
-    kept, carried = unit_runner.UnitCheckpoint(checkpoint), 0
+    carried = 0
     for unit, key in zip(units, unit_runner.unit_keys(units)):
         row = stored.get(_unit_signature(unit_runner.function_name(unit.fn), unit.params, unit.seed))
         if row is not None and not kept.has(unit, key):

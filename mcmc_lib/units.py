@@ -633,6 +633,9 @@ class UnitCache:
         except Exception:  # an unreadable entry (truncated disk, other numpy): recompute it
             return None
 
+    def has(self, unit, key) -> bool:
+        return self.directory is not None and self._path(unit, key).exists()
+
     def save(self, unit, key, result, seconds, cpu_seconds=None, machine=None):
         if self.directory is None:
             return

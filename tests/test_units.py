@@ -907,6 +907,33 @@ def test_a_paper_run_at_changed_sizes_computes_only_the_new_units(tmp_path, monk
     assert calls(counter) == 10 and redone.record["n_from_cache"] == 0
 
 
+def test_a_default_store_refresh_computes_only_the_new_units(tmp_path, monkeypatch):
+    """make default-store on a clone whose cache is empty takes the units it repeats (same code) from the
+    default store it rewrites: only the new units run; after a code change all of them do."""
+    namespace = {"__name__": "__main__", "np": np}
+    trial = cell(TRIAL, namespace)["trial"]
+    counter, store_dir = tmp_path / "calls", tmp_path / "stores"
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "default")
+    monkeypatch.setenv("MCMC_BOOK_STORE", "refresh")
+
+    def refresh(count, cache):
+        units = make_units(namespace["trial"], count=count, counter=str(counter))
+        return store.largest_scale("demo", "grid", units, store_dir=store_dir, cache=cache, jobs=1)
+
+    refresh(3, tmp_path / "cache-1")
+    assert calls(counter) == 3
+    grown = refresh(5, tmp_path / "cache-2")                    # a fresh clone: an empty cache
+    assert calls(counter) == 5                                  # units 3 and 4 alone ran
+    assert_identical(grown.values, serial_loop(make_units(trial, count=5)))
+    assert grown.record["n_from_cache"] == 3 and grown.record["n_units"] == 5
+    assert_identical(store.read_store("demo", "grid", store_dir, "default")["units"][4]["result"], grown.values[4])
+    refresh(5, False)                                           # no cache: nothing to carry into, all run
+    assert calls(counter) == 10
+    cell(TRIAL.replace("rng.standard_normal((n, n))", "rng.standard_normal((n, n)) * 1.0"), namespace)
+    redone = refresh(5, tmp_path / "cache-3")
+    assert calls(counter) == 15 and redone.record["n_from_cache"] == 0
+
+
 def test_projected_wall_time_shares_units_over_workers():
     # longest first to the least-loaded worker: {3, 2, 2} / {3, 2} (greedy, within 4/3 of the best split)
     assert store.projected_wall_seconds([3, 3, 2, 2, 2], 2) == 7
