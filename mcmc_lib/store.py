@@ -196,14 +196,35 @@ def _write(path: Path, provenance: dict, units, results, stats, sizes) -> Path:
              "result": unit_runner.encode(result, f"the result of units[{i}]", compact=True)}
             for i, (unit, result, unit_seconds, cpu_seconds)
             in enumerate(zip(units, results, stats.unit_seconds, stats.unit_cpu_seconds))]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _dump(path, header, rows)
+    return path
+
+
+def _dump(path: Path, header: dict, rows: list) -> None:
+    """The header indented, then one line per unit; written beside and renamed (never half a file)."""
     head = json.dumps(header, indent=1, sort_keys=True)
     lines = ",\n".join("  " + json.dumps(row) for row in rows)   # a result's keys keep their order
-    text = head[:-2] + ',\n "units": [\n' + lines + "\n ]\n}\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(text)
+    temporary.write_text(head[:-2] + ',\n "units": [\n' + lines + "\n ]\n}\n")
     os.replace(temporary, path)
-    return path
+
+
+def _record_sizes(path: Path, sizes) -> bool:
+    """Re-record a stored run's ``sizes`` when a run at other sizes repeats exactly its units by unchanged
+    code (a paper run that changed a size only other experiments use): its units are what these sizes
+    run, and a chapter adopts its stores' sizes only when they all agree (``Experiments``). The units,
+    results and provenance stay; ``sizes_recorded`` says by which commit and when. Returns whether the
+    sizes changed."""
+    raw = json.loads(path.read_text())
+    encoded = unit_runner.encode(sizes, "sizes")
+    if raw["sizes"] == json.loads(json.dumps(encoded)):
+        return False
+    raw["sizes"] = encoded
+    raw["provenance"]["sizes_recorded"] = {
+        "commit": git_commit()[0], "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    _dump(path, {key: value for key, value in raw.items() if key != "units"}, raw["units"])
+    return True
 
 
 def read_store(chapter: str, name: str, store_dir=None, profile: str = "paper") -> dict | None:
@@ -299,6 +320,8 @@ def _largest_scale(chapter, name, units, sizes, store_dir, same_units, read_reco
     if _reads_own_store(profile):
         own = read_store(chapter, name, store_dir, profile)
         if _current_record(own, units, code) is not None:
+            if _writes_own_store(profile) and sizes is not None and _record_sizes(own_path, sizes):
+                own = read_store(chapter, name, store_dir, profile)
             return _from_store(own, units, own_path, code)
         outdated = own_path if own is not None else None
     if store_setting() == "check":

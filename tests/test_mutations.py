@@ -128,6 +128,9 @@ MUTATIONS = {
     "default-refresh-recomputes-stored": ("mcmc_lib/store.py",
                                           "            _carry(own, units, unit_runner.UnitCache(unit_runner.cache_directory(run_options.get(\"cache\"))), code)",
                                           "            pass", "test_units.py", "default_store_refresh_computes_only"),
+    "sizes-not-re-recorded": ("mcmc_lib/store.py",
+                              "            if _writes_own_store(profile) and sizes is not None and _record_sizes(own_path, sizes):",
+                              "            if False:", "test_units.py", "changes_one_experiments_size"),
     # --- portable floating point: the settings an x86-64 with AVX2 and FMA gets
     "portable-sets-nothing": ("mcmc_lib/portable.py", "    return dict(PORTABLE_VARIABLES)", "    return {}",
                               "test_portable.py", "haswell_kernels_and_no_avx512"),

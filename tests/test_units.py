@@ -880,6 +880,38 @@ def test_experiments_read_the_store_once_and_show_where_results_came_from(tmp_pa
     assert partial.stored_sizes(["first"], default_sizes) == (paper_sizes, "paper")
 
 
+def test_a_paper_run_that_changes_one_experiments_size_keeps_the_chapter_at_the_paper_scale(tmp_path, monkeypatch):
+    """Two experiments store the chapter's sizes; a paper run that grows one re-records the other's
+    sizes (its units, results and provenance unchanged, nothing run), so that a default build still
+    finds the stores agreeing and shows the chapter at the paper's scale."""
+    trial = cell(TRIAL)["trial"]
+    counter, store_dir = tmp_path / "calls", tmp_path / "paper"
+
+    def paper_run(sizes):
+        at_paper = store.Experiments("demo", ["first", "second"], sizes, store_dir=store_dir)
+        for name in ("first", "second"):
+            at_paper.values(name, make_units(trial, count=sizes[name], counter=str(counter)), cache=False, jobs=1)
+
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "paper")
+    monkeypatch.delenv("MCMC_BOOK_STORE", raising=False)
+    paper_run({"first": 2, "second": 3})
+    before = (store_dir / "demo" / "first.json").read_text()
+    paper_run({"first": 2, "second": 5})
+    assert calls(counter) == 5 + 2                               # the second's two new units alone ran
+    first = store.read_store("demo", "first", store_dir)
+    assert first["sizes"] == {"first": 2, "second": 5} and "sizes_recorded" in first["provenance"]
+    old = json.loads(before)
+    assert json.loads((store_dir / "demo" / "first.json").read_text())["units"] == old["units"]
+    assert {k: v for k, v in first["provenance"].items() if k != "sizes_recorded"} == old["provenance"]
+    recorded = (store_dir / "demo" / "first.json").read_text()
+    paper_run({"first": 2, "second": 5})                         # nothing to re-record: the file stays
+    assert calls(counter) == 7 and (store_dir / "demo" / "first.json").read_text() == recorded
+
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "default")
+    chapter = store.Experiments("demo", ["first", "second"], {"first": 1, "second": 1}, store_dir=store_dir)
+    assert (chapter.sizes, chapter.scale) == ({"first": 2, "second": 5}, "paper")
+
+
 def test_a_paper_run_at_changed_sizes_computes_only_the_new_units(tmp_path, monkeypatch):
     """A stored paper run's units that a re-run repeats (same code) come from the store, whatever cache
     the machine has: only the units that are new run; after a code change, all of them do."""
