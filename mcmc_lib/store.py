@@ -363,8 +363,7 @@ def _carry(record, units, kept, code=None) -> int:
     if getattr(kept, "directory", None) is None or code_changes(record["provenance"], units, code):
         return 0
     stored = {_unit_signature(row["function"], row["params"], row["seed"]): row for row in record["units"]}
-    labels = record["provenance"].get("unit_machines") or {}
-    machine = next(iter(labels)) if len(labels) == 1 and "not recorded" not in labels else None
+    machine = _single_machine(record["provenance"])
     carried = 0
     for unit, key in zip(units, unit_runner.unit_keys(units)):
         row = stored.get(_unit_signature(unit_runner.function_name(unit.fn), unit.params, unit.seed))
@@ -372,6 +371,19 @@ def _carry(record, units, kept, code=None) -> int:
             kept.save(unit, key, row["result"], row["seconds"], row.get("cpu_seconds"), machine)
             carried += 1
     return carried
+
+
+def _single_machine(provenance) -> str | None:
+    """The machine that computed every unit of a stored run, when one did: the only label of its
+    ``unit_machines``, or, in a record older than that field, the machine that wrote it when no unit
+    came from a cache (its floating-point setting may be unrecorded); else None."""
+    labels = provenance.get("unit_machines")
+    if labels:
+        return next(iter(labels)) if len(labels) == 1 and "not recorded" not in labels else None
+    if provenance.get("n_from_cache") != 0:
+        return None
+    writer = provenance["machine"]
+    return unit_runner.label_of(writer["cpu"], writer.get("floating_point") or "floating point not recorded")
 
 
 def _refuse_native_floats(chapter: str, name: str, units) -> None:

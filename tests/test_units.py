@@ -932,11 +932,24 @@ def test_a_paper_run_at_changed_sizes_computes_only_the_new_units(tmp_path, monk
     assert_identical(grown.values, serial_loop(make_units(trial, count=5)))
     assert grown.record["n_from_cache"] == 3
     assert not store.checkpoint_directory("demo", store_dir).exists()    # emptied once stored
+    assert list(grown.record["unit_machines"].values()) == [5]          # the carried units keep their machine
     cell(TRIAL.replace("rng.standard_normal((n, n))", "rng.standard_normal((n, n)) * 1.0"), namespace)
     changed = make_units(namespace["trial"], count=5, counter=str(counter))
     assert store.carry_stored_units(store.read_store("demo", "grid", store_dir), changed, tmp_path / "kept") == 0
     redone = run(5, tmp_path / "cache-3")
     assert calls(counter) == 10 and redone.record["n_from_cache"] == 0
+
+
+def test_carried_units_keep_the_machine_that_computed_them():
+    """Which machine computed a stored run's units: its only unit label; in a record older than those
+    labels, the machine that wrote it when no unit came from a cache; else none."""
+    writer = {"cpu": "AMD EPYC", "floating_point": "portable (x)"}
+    assert store._single_machine({"unit_machines": {"Xeon, native (y)": 4}}) == "Xeon, native (y)"
+    assert store._single_machine({"unit_machines": {"Xeon, native (y)": 4, "AMD EPYC, portable (x)": 1}}) is None
+    assert store._single_machine({"n_from_cache": 0, "machine": writer}) == "AMD EPYC, portable (x)"
+    assert store._single_machine({"n_from_cache": 0, "machine": {"cpu": "AMD EPYC"}}) == (
+        "AMD EPYC, floating point not recorded")
+    assert store._single_machine({"n_from_cache": 2, "machine": writer}) is None
 
 
 def test_a_default_store_refresh_computes_only_the_new_units(tmp_path, monkeypatch):
