@@ -360,7 +360,7 @@ def _carry(record, units, kept, code=None) -> int:
     """``carry_stored_units`` into ``kept``: a paper run's checkpoint, or the unit cache when ``make
     default-store`` rewrites the default store (so that it recomputes only the units that are new or whose
     code changed, not every unit a fresh clone's cache lacks). Nothing when the cache is off."""
-    if getattr(kept, "directory", None) is None or code_changes(record["provenance"], units, code):
+    if kept.directory is None or code_changes(record["provenance"], units, code):
         return 0
     stored = {_unit_signature(row["function"], row["params"], row["seed"]): row for row in record["units"]}
     machine = _single_machine(record["provenance"])
