@@ -834,6 +834,8 @@ def _chapter_streams(source):
             unit = [SEED, 36, p, r]
             streams += [(f"b2 {p} {r} figure 4", unit + [1])]
             streams += [(f"b2 {p} {r} figure 5 {j}", unit + [2, j]) for j in range(4)]
+    for i in range(len(sizes["sgnht_scale_n"])):    # SGNHT-CV against N: [SEED, 37, N index, batch index]
+        streams += [(f"sgnht scale {i} {j}", [SEED, 37, i, j, 1]) for j in range(2)]
     streams += [(f"heuristic data {k}", [SEED, 33, k]) for k in range(sizes["n_data_draws"])]
     streams += [(f"blow-up {s}", [SEED, 34, s]) for s in (0, 1)]
     return streams
@@ -859,7 +861,7 @@ def test_chapter_random_streams_are_distinct():
     written = {k.strip() for k in re.findall(r"\[SEED(?:, ([^\]\[]*))?\]", code)}
     assert written == {"", "1", "3, i, r", "3, r", "3, sampler, r", "6, i", "20", "21", "key, i, r", "22, r", "30",
                        "31", "32, r", "33, k", "33, k_cross", "34, int(stale)", "35, r",
-                       "36, p, r", "36, 0, r"}, written
+                       "36, p, r", "36, 0, r", "37, i, j", "3, sgnht_index, r"}, written
     keys = {int(k) for k in re.findall(r"run_problem\(\"\w+\", \w+, (\d+)\)", source)}
     assert keys == {22, 32}, keys        # [SEED, 22|32, r] are the claims' replicate labels, not streams
     unit_streams = set(re.findall(r"default_rng\(\[\*seed, ([^\]]+)\]\)", source))
