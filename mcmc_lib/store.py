@@ -167,7 +167,37 @@ def _provenance(units, stats, profile: str, code: dict | None = None) -> dict:
             # where the units were computed: a resumed run takes some from earlier sittings, maybe on other
             # machines, so "machine" (above) is the one that wrote this file, not necessarily theirs
             "unit_machines": unit_machine_counts(stats.unit_machines),
+            "n_units_sharing_a_core": units_sharing_a_core(stats.unit_seconds, stats.unit_cpu_seconds),
             **(experiment_code(units) if code is None else code)}
+
+
+SHARED_CORE_RATIO = 1.05        # wall time over CPU time above which a unit did not have a core to itself
+SHARED_CORE_MIN_SECONDS = 1.0   # below this the ratio is start-up noise
+
+
+def units_sharing_a_core(unit_seconds, unit_cpu_seconds) -> int | None:
+    """How many units ran without a core to themselves: wall time more than 5% over their CPU time. Their
+    CPU seconds read high as well (gsm's samplers about 1.3x on a 2-core machine running other jobs,
+    2026-11-26), so an experiment that reports times should rerun them on an otherwise idle machine.
+    None when no unit recorded its CPU time (cache entries older than that field)."""
+    pairs = [(wall, cpu) for wall, cpu in zip(unit_seconds, unit_cpu_seconds) if cpu is not None]
+    if not pairs:
+        return None
+    return sum(wall >= SHARED_CORE_MIN_SECONDS and wall > SHARED_CORE_RATIO * cpu for wall, cpu in pairs)
+
+
+def shared_core_warnings(chapter: str, since: str, store_dir=None, profile: str = "paper") -> list[str]:
+    """One line per experiment of ``chapter`` stored at or after ``since`` (an ISO date) with units that
+    did not have a core to themselves (``units_sharing_a_core``): what ``make paper`` says at the end."""
+    lines = []
+    for path in sorted((store_directory(store_dir, profile) / chapter).glob("*.json")):
+        provenance = json.loads(path.read_text())["provenance"]
+        shared = provenance.get("n_units_sharing_a_core")
+        if shared and provenance["date"] >= since:
+            lines.append(f"{chapter}/{path.stem}: {shared} of {_units(provenance['n_units'])} ran without a core to "
+                         f"themselves (wall time over {SHARED_CORE_RATIO:g} x CPU time), so their times read high; "
+                         "if the experiment reports times, rerun them on an otherwise idle machine")
+    return lines
 
 
 def unit_machine_counts(machines) -> dict:
@@ -626,10 +656,18 @@ def _describe_store(stored, path, changed) -> str:
         since = "the code is unchanged since"
     else:
         since = f"{' and '.join(changed)} changed since, so a rerun (make paper) may differ"
+    computing = _duration(stored.get("unit_cpu_seconds_total") or stored["unit_seconds_total"])
     return (f"{stored['profile'].capitalize()}-profile results from the committed store "
             f"({_relative(path)}: {_units(stored['n_units'])}, commit {_commit(stored)}, "
-            f"{stored['date'][:10]}, {_duration(stored.get('unit_cpu_seconds_total') or stored['unit_seconds_total'])} of computing on "
-            f"{stored['machine']['cores']} cores{_computed_elsewhere(stored)}); {since}.")
+            f"{stored['date'][:10]}, {computing} of computing on "
+            f"{stored['machine']['cores']} cores{_computed_elsewhere(stored)}{_shared_cores(stored)}); {since}.")
+
+
+def _shared_cores(stored) -> str:
+    """", N units without a core to themselves" when a stored run says so (``units_sharing_a_core``)."""
+    shared = stored.get("n_units_sharing_a_core")
+    return (f", {shared} of them without a core to themselves (wall time over {SHARED_CORE_RATIO:g} x CPU "
+            "time: their times read high)" if shared else "")
 
 
 def _computed_elsewhere(stored) -> str:
@@ -863,8 +901,11 @@ def main(argv=None) -> int:
     for stem in stems:
         start = time.perf_counter()
         print(f"[{time.strftime('%H:%M:%S')}] {stem}: executing at the {options.profile} profile", flush=True)
+        since = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         if not execute_chapter(book_dir / f"{stem}.md", out_dir):
             failed.append(stem)
+        for line in shared_core_warnings(stem, since, profile=options.profile):
+            print(f"warning: {line}", file=sys.stderr, flush=True)
         print(f"[{time.strftime('%H:%M:%S')}] {stem}: {'failed' if stem in failed else 'done'} after "
               f"{_duration(time.perf_counter() - start)}", flush=True)
     print(f"Stored results: {store_directory(profile=options.profile)}; executed notebooks: {out_dir}")

@@ -1050,3 +1050,30 @@ def test_each_unit_keeps_the_machine_it_ran_on(tmp_path, monkeypatch):
     again = store.largest_scale("demo", "alone", make_units(cell(TRIAL)["trial"], count=2),
                                 store_dir=tmp_path / "paper", cache="off", jobs=1)
     assert again.source == "store" and "units computed on" not in again.provenance
+
+
+def test_units_without_a_core_to_themselves_are_counted_shown_and_warned_of(tmp_path, monkeypatch):
+    """A unit whose wall time is more than 5% over its CPU time shared a core (its CPU seconds read high
+    too): the stored run counts such units, its source line on the page says so, and make paper warns."""
+    assert store.units_sharing_a_core([10.0, 10.6, 0.5, 12.0], [10.0, 10.0, 0.1, None]) == 1
+    assert store.units_sharing_a_core([10.0, 10.4], [10.0, 10.0]) == 0           # within 5%: a core of its own
+    assert store.units_sharing_a_core([10.0], [None]) is None                    # CPU time not recorded
+    namespace = {"__name__": "__main__", "np": np}
+    cell(TRIAL, namespace)
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "paper")
+    monkeypatch.delenv("MCMC_BOOK_STORE", raising=False)
+    store_dir = tmp_path / "paper"
+    run_start = "2000-01-01T00:00:00+00:00"
+    result = store.largest_scale("demo", "grid", make_units(namespace["trial"], count=3, counter=str(tmp_path / "c")),
+                                 store_dir=store_dir, cache=False, jobs=1)
+    assert result.record["n_units_sharing_a_core"] == 0                          # short units, a core each
+    assert store.shared_core_warnings("demo", run_start, store_dir) == []
+    path = store.store_path("demo", "grid", store_dir)
+    raw = json.loads(path.read_text())
+    raw["provenance"]["n_units_sharing_a_core"] = 2
+    path.write_text(json.dumps(raw))
+    (warning,) = store.shared_core_warnings("demo", run_start, store_dir)
+    assert warning.startswith("demo/grid: 2 of 3 units ran without a core to themselves")
+    assert store.shared_core_warnings("demo", "2999-01-01T00:00:00+00:00", store_dir) == []   # stored before
+    stored = store.read_store("demo", "grid", store_dir)["provenance"]
+    assert "2 of them without a core to themselves" in store._describe_store(stored, path, [])
