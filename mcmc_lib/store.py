@@ -269,6 +269,9 @@ def read_store(chapter: str, name: str, store_dir=None, profile: str = "paper") 
     record["sizes"] = unit_runner.decode(record["sizes"])
     for row in record["units"]:
         row["params"], row["result"] = unit_runner.decode(row["params"]), unit_runner.decode(row["result"])
+    if "n_units_sharing_a_core" not in record["provenance"]:     # a record older than the count: from its units
+        record["provenance"]["n_units_sharing_a_core"] = units_sharing_a_core(
+            [row["seconds"] for row in record["units"]], [row.get("cpu_seconds") for row in record["units"]])
     return record
 
 
@@ -667,7 +670,7 @@ def _shared_cores(stored) -> str:
     """", N units without a core to themselves" when a stored run says so (``units_sharing_a_core``)."""
     shared = stored.get("n_units_sharing_a_core")
     return (f", {shared} of them without a core to themselves (wall time over {SHARED_CORE_RATIO:g} x CPU "
-            "time: their times read high)" if shared else "")
+            "time), which can make their measured times read high" if shared else "")
 
 
 def _computed_elsewhere(stored) -> str:

@@ -1077,3 +1077,7 @@ def test_units_without_a_core_to_themselves_are_counted_shown_and_warned_of(tmp_
     assert store.shared_core_warnings("demo", "2999-01-01T00:00:00+00:00", store_dir) == []   # stored before
     stored = store.read_store("demo", "grid", store_dir)["provenance"]
     assert "2 of them without a core to themselves" in store._describe_store(stored, path, [])
+    del raw["provenance"]["n_units_sharing_a_core"]                  # a record older than the count:
+    raw["units"][1]["seconds"], raw["units"][1]["cpu_seconds"] = 3.0, 1.0    # counted from its units
+    path.write_text(json.dumps(raw))
+    assert store.read_store("demo", "grid", store_dir)["provenance"]["n_units_sharing_a_core"] == 1
