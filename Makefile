@@ -154,9 +154,10 @@ references: $(STAMP)
 # The paper profile: execute chapters (all that call largest_scale, or CHAPTERS="kmc mcma") with
 # nbclient and write their results to results/paper/ (README, "Running at scale"). Finished units
 # are cached in _build/cache/units, so an interrupted run resumes; MCMC_BOOK_JOBS and
-# MCMC_BOOK_DASK_SCHEDULER choose where units run.
+# MCMC_BOOK_DASK_SCHEDULER choose where units run. RERUN_SHARED="gsm/table-ripley ..." recomputes those
+# experiments' stored units that had no core to themselves (timed on a busy machine).
 paper: $(STAMP)
-	MCMC_BOOK_PROFILE=paper $(BIN)/python -m mcmc_lib.store \
+	MCMC_BOOK_PROFILE=paper $(if $(RERUN_SHARED),MCMC_BOOK_RERUN_SHARED="$(RERUN_SHARED)") $(BIN)/python -m mcmc_lib.store \
 	    $(if $(filter command line,$(origin CHAPTERS)),$(basename $(notdir $(CHAPTERS))))
 
 # The default profile's results, committed like the paper profile's: a cold `make book` takes an

@@ -171,6 +171,7 @@ def _provenance(units, stats, profile: str, code: dict | None = None) -> dict:
             **(experiment_code(units) if code is None else code)}
 
 
+RERUN_SHARED_ENV = "MCMC_BOOK_RERUN_SHARED"
 SHARED_CORE_RATIO = 1.05        # wall time over CPU time above which a unit did not have a core to itself
 SHARED_CORE_MIN_SECONDS = 1.0   # below this the ratio is start-up noise
 
@@ -183,7 +184,38 @@ def units_sharing_a_core(unit_seconds, unit_cpu_seconds) -> int | None:
     pairs = [(wall, cpu) for wall, cpu in zip(unit_seconds, unit_cpu_seconds) if cpu is not None]
     if not pairs:
         return None
-    return sum(wall >= SHARED_CORE_MIN_SECONDS and wall > SHARED_CORE_RATIO * cpu for wall, cpu in pairs)
+    return sum(shared_a_core(wall, cpu) for wall, cpu in pairs)
+
+
+def shared_a_core(seconds: float, cpu_seconds: float | None) -> bool:
+    """Whether one unit's measurement was made without a core to itself (see ``units_sharing_a_core``);
+    False when its CPU time was not recorded."""
+    return (cpu_seconds is not None and seconds >= SHARED_CORE_MIN_SECONDS
+            and seconds > SHARED_CORE_RATIO * cpu_seconds)
+
+
+def _has_shared_units(record) -> bool:
+    return any(shared_a_core(row["seconds"], row.get("cpu_seconds")) for row in record["units"])
+
+
+def rerun_shared(chapter: str, name: str) -> bool:
+    """Whether this paper run recomputes the stored units of ``chapter/name`` that had no core to
+    themselves: ``MCMC_BOOK_RERUN_SHARED`` lists such experiments as ``chapter/name`` (``make paper
+    RERUN_SHARED=...``). Their other units are carried as usual."""
+    return f"{chapter}/{name}" in os.environ.get(RERUN_SHARED_ENV, "").replace(",", " ").split()
+
+
+def drop_shared_measurements(units, places) -> int:
+    """Delete from ``places`` (a checkpoint, the unit cache) the entries of ``units`` measured without a
+    core to themselves, so that a rerun computes them again instead of taking them back; how many."""
+    dropped = 0
+    for unit, key in zip(units, unit_runner.unit_keys(units)):
+        for kept in places:
+            entry = kept.load(unit, key)
+            if entry is not None and shared_a_core(entry["seconds"], entry.get("cpu_seconds")):
+                kept.forget(unit, key)
+                dropped += 1
+    return dropped
 
 
 def shared_core_warnings(chapter: str, since: str, store_dir=None, profile: str = "paper") -> list[str]:
@@ -350,9 +382,10 @@ def _largest_scale(chapter, name, units, sizes, store_dir, same_units, read_reco
     own_path = store_path(chapter, name, store_dir, profile) if profile in STORED_PROFILES else None
     outdated = own = None                    # the build's own stored record, when it is of other units or code
     code = experiment_code(units)            # before running: a unit run here may change what its code reads
+    rerun = profile == "paper" and rerun_shared(chapter, name)
     if _reads_own_store(profile):
         own = read_store(chapter, name, store_dir, profile)
-        if _current_record(own, units, code) is not None:
+        if _current_record(own, units, code) is not None and not (rerun and _has_shared_units(own)):
             if _writes_own_store(profile) and sizes is not None and _record_sizes(own_path, sizes):
                 own = read_store(chapter, name, store_dir, profile)
             return _from_store(own, units, own_path, code)
@@ -365,7 +398,10 @@ def _largest_scale(chapter, name, units, sizes, store_dir, same_units, read_reco
         _refuse_native_floats(chapter, name, units)
         run_options.setdefault("checkpoint", checkpoint_directory(chapter, store_dir))
         if own is not None:
-            carry_stored_units(own, units, run_options["checkpoint"], code)
+            if rerun:
+                cache = unit_runner.UnitCache(unit_runner.cache_directory(run_options.get("cache")))
+                drop_shared_measurements(units, [unit_runner.UnitCheckpoint(run_options["checkpoint"]), cache])
+            carry_stored_units(own, units, run_options["checkpoint"], code, skip_shared=rerun)
     elif _writes_own_store(profile):         # make default-store: rewrite the store, recompute what changed
         own = read_store(chapter, name, store_dir, profile)
         if own is not None:
@@ -380,16 +416,17 @@ def _largest_scale(chapter, name, units, sizes, store_dir, same_units, read_reco
                              False, _describe_run(provenance, path, written, outdated), provenance)
 
 
-def carry_stored_units(record, units, checkpoint, code=None) -> int:
+def carry_stored_units(record, units, checkpoint, code=None, skip_shared: bool = False) -> int:
     """Put in the checkpoint the units of a stored paper run that ``units`` repeat (same function,
     parameters and seed) when their code is unchanged since (``code_changes``; ``code``: as there).
     A paper run at changed sizes (a cell added, more trials in some) then computes only the units that
     are new, however long ago and wherever the stored ones ran. Returns how many it carried. A unit
-    keeps its machine when the stored run names a single one."""
-    return _carry(record, units, unit_runner.UnitCheckpoint(checkpoint), code)
+    keeps its machine when the stored run names a single one. ``skip_shared``: not those measured without
+    a core to themselves (``rerun_shared``)."""
+    return _carry(record, units, unit_runner.UnitCheckpoint(checkpoint), code, skip_shared)
 
 
-def _carry(record, units, kept, code=None) -> int:
+def _carry(record, units, kept, code=None, skip_shared: bool = False) -> int:
     """``carry_stored_units`` into ``kept``: a paper run's checkpoint, or the unit cache when ``make
     default-store`` rewrites the default store (so that it recomputes only the units that are new or whose
     code changed, not every unit a fresh clone's cache lacks). Nothing when the cache is off."""
@@ -400,7 +437,8 @@ def _carry(record, units, kept, code=None) -> int:
     carried = 0
     for unit, key in zip(units, unit_runner.unit_keys(units)):
         row = stored.get(_unit_signature(unit_runner.function_name(unit.fn), unit.params, unit.seed))
-        if row is not None and not kept.has(unit, key):
+        if row is not None and not kept.has(unit, key) and not (
+                skip_shared and shared_a_core(row["seconds"], row.get("cpu_seconds"))):
             kept.save(unit, key, row["result"], row["seconds"], row.get("cpu_seconds"), machine)
             carried += 1
     return carried

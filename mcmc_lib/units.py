@@ -636,6 +636,11 @@ class UnitCache:
     def has(self, unit, key) -> bool:
         return self.directory is not None and self._path(unit, key).exists()
 
+    def forget(self, unit, key) -> None:
+        """Delete the unit's entry, if any: the next run computes it again."""
+        if self.directory is not None:
+            self._path(unit, key).unlink(missing_ok=True)
+
     def save(self, unit, key, result, seconds, cpu_seconds=None, machine=None):
         if self.directory is None:
             return
@@ -676,6 +681,10 @@ class UnitCheckpoint:
 
     def has(self, unit, key) -> bool:
         return self._path(unit, key).exists()
+
+    def forget(self, unit, key) -> None:
+        """Delete the unit's entry, if any: the run computes it again."""
+        self._path(unit, key).unlink(missing_ok=True)
 
     def save(self, unit, key, result, seconds, cpu_seconds=None, machine=None):
         path = self._path(unit, key)

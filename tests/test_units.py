@@ -1081,3 +1081,39 @@ def test_units_without_a_core_to_themselves_are_counted_shown_and_warned_of(tmp_
     raw["units"][1]["seconds"], raw["units"][1]["cpu_seconds"] = 3.0, 1.0    # counted from its units
     path.write_text(json.dumps(raw))
     assert store.read_store("demo", "grid", store_dir)["provenance"]["n_units_sharing_a_core"] == 1
+
+
+def test_a_paper_run_reruns_the_named_experiments_units_that_shared_a_core(tmp_path, monkeypatch):
+    """make paper RERUN_SHARED=demo/grid recomputes the stored units measured without a core to themselves,
+    whether the store or the unit cache would hand them back, and carries the others; without it, or for
+    another experiment, the stored run stands."""
+    namespace = {"__name__": "__main__", "np": np}
+    cell(TRIAL, namespace)
+    counter, store_dir, cache = tmp_path / "calls", tmp_path / "paper", tmp_path / "cache"
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "paper")
+    monkeypatch.delenv("MCMC_BOOK_STORE", raising=False)
+    monkeypatch.delenv("MCMC_BOOK_RERUN_SHARED", raising=False)
+    trials = make_units(namespace["trial"], count=4, counter=str(counter))
+
+    def run():
+        return store.largest_scale("demo", "grid", trials, store_dir=store_dir, cache=cache, jobs=1)
+
+    first = run()
+    assert calls(counter) == 4
+    path = store.store_path("demo", "grid", store_dir)
+    raw = json.loads(path.read_text())
+    raw["units"][1]["seconds"], raw["units"][1]["cpu_seconds"] = 3.0, 1.0    # unit 1 shared a core ...
+    path.write_text(json.dumps(raw))
+    unit_cache, key = units.UnitCache(cache), units.unit_keys(trials)[1]
+    unit_cache.save(trials[1], key, unit_cache.load(trials[1], key)["result"], 3.0, 1.0)   # ... as cached
+    run()
+    assert calls(counter) == 4                                                 # not asked: the store stands
+    monkeypatch.setenv("MCMC_BOOK_RERUN_SHARED", "demo/other")
+    run()
+    assert calls(counter) == 4
+    monkeypatch.setenv("MCMC_BOOK_RERUN_SHARED", "demo/grid")
+    rerun = run()
+    assert calls(counter) == 5                                                 # unit 1 alone ran again
+    assert_identical(rerun.values, first.values)
+    assert rerun.record["n_units_sharing_a_core"] == 0
+    assert run().record["n_units_sharing_a_core"] == 0 and calls(counter) == 5   # nothing left to rerun
