@@ -123,7 +123,7 @@ MUTATIONS = {
                                                 " or code_changes(record[\"provenance\"], units, code):\n        return 0",
                                                 ":\n        return 0", "test_units.py",
                                                 "changed_sizes_computes_only_the_new_units or default_store_refresh"),
-    "stored-units-not-carried": ("mcmc_lib/store.py", "            carry_stored_units(own, units, run_options[\"checkpoint\"], code)",
+    "stored-units-not-carried": ("mcmc_lib/store.py", "            carry_stored_units(own, units, run_options[\"checkpoint\"], code, skip_shared=rerun)",
                                  "            pass", "test_units.py", "changed_sizes_computes_only_the_new_units"),
     "default-refresh-recomputes-stored": ("mcmc_lib/store.py",
                                           "            _carry(own, units, unit_runner.UnitCache(unit_runner.cache_directory(run_options.get(\"cache\"))), code)",
