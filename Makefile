@@ -155,9 +155,11 @@ references: $(STAMP)
 # nbclient and write their results to results/paper/ (README, "Running at scale"). Finished units
 # are cached in _build/cache/units, so an interrupted run resumes; MCMC_BOOK_JOBS and
 # MCMC_BOOK_DASK_SCHEDULER choose where units run. RERUN_SHARED="gsm/table-ripley ..." recomputes those
-# experiments' stored units that had no core to themselves (timed on a busy machine).
+# experiments' stored units that had no core to themselves (timed on a busy machine); with
+# RERUN_BEFORE=2026-11-26T18:00 (UTC) also those that finished before then or have no recorded time.
 paper: $(STAMP)
-	MCMC_BOOK_PROFILE=paper $(if $(RERUN_SHARED),MCMC_BOOK_RERUN_SHARED="$(RERUN_SHARED)") $(BIN)/python -m mcmc_lib.store \
+	MCMC_BOOK_PROFILE=paper $(if $(RERUN_SHARED),MCMC_BOOK_RERUN_SHARED="$(RERUN_SHARED)") \
+	    $(if $(RERUN_BEFORE),MCMC_BOOK_RERUN_BEFORE="$(RERUN_BEFORE)") $(BIN)/python -m mcmc_lib.store \
 	    $(if $(filter command line,$(origin CHAPTERS)),$(basename $(notdir $(CHAPTERS))))
 
 # The default profile's results, committed like the paper profile's: a cold `make book` takes an

@@ -168,10 +168,12 @@ def _provenance(units, stats, profile: str, code: dict | None = None) -> dict:
             # machines, so "machine" (above) is the one that wrote this file, not necessarily theirs
             "unit_machines": unit_machine_counts(stats.unit_machines),
             "n_units_sharing_a_core": units_sharing_a_core(stats.unit_seconds, stats.unit_cpu_seconds),
+            "units_finished": finish_span(stats.unit_finished),
             **(experiment_code(units) if code is None else code)}
 
 
 RERUN_SHARED_ENV = "MCMC_BOOK_RERUN_SHARED"
+RERUN_BEFORE_ENV = "MCMC_BOOK_RERUN_BEFORE"
 SHARED_CORE_RATIO = 1.05        # wall time over CPU time above which a unit did not have a core to itself
 SHARED_CORE_MIN_SECONDS = 1.0   # below this the ratio is start-up noise
 
@@ -181,10 +183,15 @@ def units_sharing_a_core(unit_seconds, unit_cpu_seconds) -> int | None:
     CPU seconds read high as well (gsm's samplers about 1.3x on a 2-core machine running other jobs,
     2026-11-26), so an experiment that reports times should rerun them on an otherwise idle machine.
     None when no unit recorded its CPU time (cache entries older than that field)."""
-    pairs = [(wall, cpu) for wall, cpu in zip(unit_seconds, unit_cpu_seconds) if cpu is not None]
-    if not pairs:
+    unit_cpu_seconds = list(unit_cpu_seconds)
+    if all(cpu is None for cpu in unit_cpu_seconds):
         return None
-    return sum(shared_a_core(wall, cpu) for wall, cpu in pairs)
+    return sum(shared_a_core(wall, cpu) for wall, cpu in zip(unit_seconds, unit_cpu_seconds))
+
+
+def _rows_sharing_a_core(rows) -> int | None:
+    """``units_sharing_a_core`` over a stored record's unit rows."""
+    return units_sharing_a_core([row["seconds"] for row in rows], [row.get("cpu_seconds") for row in rows])
 
 
 def shared_a_core(seconds: float, cpu_seconds: float | None) -> bool:
@@ -194,8 +201,50 @@ def shared_a_core(seconds: float, cpu_seconds: float | None) -> bool:
             and seconds > SHARED_CORE_RATIO * cpu_seconds)
 
 
-def _has_shared_units(record) -> bool:
-    return any(shared_a_core(row["seconds"], row.get("cpu_seconds")) for row in record["units"])
+def finish_span(finished) -> dict:
+    """When a set of units finished: the first and last recorded time and how many have none (entries
+    older than that record). The span says whether a timed comparison was measured in one sitting."""
+    finished = list(finished)
+    recorded = sorted(_instant(f).isoformat(timespec="seconds") for f in finished if f is not None)
+    return {"first": recorded[0] if recorded else None, "last": recorded[-1] if recorded else None,
+            "not_recorded": len(finished) - len(recorded)}
+
+
+def _instant(finished: str) -> datetime.datetime:
+    """A recorded finish time as an aware UTC datetime (older entries wrote the offset as +0000)."""
+    return datetime.datetime.fromisoformat(finished).astimezone(datetime.timezone.utc)
+
+
+def needs_remeasuring(seconds, cpu_seconds, finished, before) -> bool:
+    """Whether a rerun (``rerun_shared``) recomputes a stored unit: it had no core to itself, or
+    ``before`` (``rerun_before``) is set and it finished earlier or has no recorded finish time."""
+    return shared_a_core(seconds, cpu_seconds) or (
+        before is not None and (finished is None or _instant(finished) < before))
+
+
+def _needs_remeasuring(entry, before) -> bool:
+    """``needs_remeasuring`` of a stored row or a cache or checkpoint entry."""
+    return needs_remeasuring(entry["seconds"], entry.get("cpu_seconds"), entry.get("finished"), before)
+
+
+def rerun_before() -> datetime.datetime | None:
+    """``MCMC_BOOK_RERUN_BEFORE`` (``make paper RERUN_BEFORE=...``, an ISO 8601 time, UTC unless it says):
+    with ``rerun_shared``, also recompute the named experiments' units that finished before it, so that
+    every unit of a timed comparison is measured in one sitting. None when unset."""
+    setting = os.environ.get(RERUN_BEFORE_ENV, "").strip()
+    if not setting:
+        return None
+    try:
+        moment = datetime.datetime.fromisoformat(setting)
+    except ValueError:
+        raise ValueError(f"RERUN_BEFORE ({RERUN_BEFORE_ENV}) must be an ISO 8601 time such as "
+                         f"2026-11-26T18:00, got {setting!r}") from None
+    return moment.replace(tzinfo=datetime.timezone.utc) if moment.tzinfo is None else moment
+
+
+def _has_units_to_remeasure(record, before) -> bool:
+    # from the rows, not the provenance's count: the rows are what a rerun recomputes
+    return any(_needs_remeasuring(row, before) for row in record["units"])
 
 
 def rerun_shared(chapter: str, name: str) -> bool:
@@ -205,14 +254,16 @@ def rerun_shared(chapter: str, name: str) -> bool:
     return f"{chapter}/{name}" in os.environ.get(RERUN_SHARED_ENV, "").replace(",", " ").split()
 
 
-def drop_shared_measurements(units, places) -> int:
-    """Delete from ``places`` (a checkpoint, the unit cache) the entries of ``units`` measured without a
-    core to themselves, so that a rerun computes them again instead of taking them back; how many."""
+def drop_shared_measurements(units, places, keys=None, before=None) -> int:
+    """Delete from ``places`` (a checkpoint, the unit cache) the entries of ``units`` that a rerun
+    recomputes (``needs_remeasuring``: measured without a core to themselves, or finished before
+    ``before``), so that it does not take them back; how many. ``keys``: the units' ``unit_keys`` when
+    the caller has them already."""
     dropped = 0
-    for unit, key in zip(units, unit_runner.unit_keys(units)):
+    for unit, key in zip(units, unit_runner.unit_keys(units) if keys is None else keys):
         for kept in places:
             entry = kept.load(unit, key)
-            if entry is not None and shared_a_core(entry["seconds"], entry.get("cpu_seconds")):
+            if entry is not None and _needs_remeasuring(entry, before):
                 kept.forget(unit, key)
                 dropped += 1
     return dropped
@@ -252,15 +303,23 @@ def _write(path: Path, provenance: dict, units, results, stats, sizes) -> Path:
     chapter, name = path.parent.name, path.stem
     header = {"experiment": f"{chapter}/{name}", "format": STORE_FORMAT, "provenance": provenance,
               "sizes": unit_runner.encode(sizes, "sizes")}
-    rows = [{"function": unit_runner.function_name(unit.fn), "params": unit_runner.encode(unit.params, "params"),
-             "seed": unit.seed, "seconds": round(unit_seconds, 3),
-             "cpu_seconds": None if cpu_seconds is None else round(cpu_seconds, 3),
-             "result": unit_runner.encode(result, f"the result of units[{i}]", compact=True)}
-            for i, (unit, result, unit_seconds, cpu_seconds)
-            in enumerate(zip(units, results, stats.unit_seconds, stats.unit_cpu_seconds))]
+    rows = [_row(i, unit, result, unit_seconds, cpu_seconds, finished)
+            for i, (unit, result, unit_seconds, cpu_seconds, finished)
+            in enumerate(zip(units, results, stats.unit_seconds, stats.unit_cpu_seconds, stats.unit_finished))]
     path.parent.mkdir(parents=True, exist_ok=True)
     _dump(path, header, rows)
     return path
+
+
+def _row(i, unit, result, seconds, cpu_seconds, finished) -> dict:
+    """A unit's line in the store; ``finished`` only when recorded (entries older than it have none)."""
+    row = {"function": unit_runner.function_name(unit.fn), "params": unit_runner.encode(unit.params, "params"),
+           "seed": unit.seed, "seconds": round(seconds, 3),
+           "cpu_seconds": None if cpu_seconds is None else round(cpu_seconds, 3)}
+    if finished is not None:
+        row["finished"] = finished
+    row["result"] = unit_runner.encode(result, f"the result of units[{i}]", compact=True)
+    return row
 
 
 def _dump(path: Path, header: dict, rows: list) -> None:
@@ -302,8 +361,9 @@ def read_store(chapter: str, name: str, store_dir=None, profile: str = "paper") 
     for row in record["units"]:
         row["params"], row["result"] = unit_runner.decode(row["params"]), unit_runner.decode(row["result"])
     if "n_units_sharing_a_core" not in record["provenance"]:     # a record older than the count: from its units
-        record["provenance"]["n_units_sharing_a_core"] = units_sharing_a_core(
-            [row["seconds"] for row in record["units"]], [row.get("cpu_seconds") for row in record["units"]])
+        record["provenance"]["n_units_sharing_a_core"] = _rows_sharing_a_core(record["units"])
+    if "units_finished" not in record["provenance"]:             # older still: none recorded
+        record["provenance"]["units_finished"] = finish_span(row.get("finished") for row in record["units"])
     return record
 
 
@@ -322,6 +382,7 @@ class ExperimentResults:
     code_changed: bool               # store: the code differs from the stored run's; run: False
     provenance: str                  # one line for the page
     record: dict = field(default_factory=dict)   # the full provenance
+    finished: list = field(default_factory=list)  # when each unit finished (ISO, UTC; None: not recorded)
 
 
 def _shows_store(profile: str) -> bool:
@@ -383,9 +444,10 @@ def _largest_scale(chapter, name, units, sizes, store_dir, same_units, read_reco
     outdated = own = None                    # the build's own stored record, when it is of other units or code
     code = experiment_code(units)            # before running: a unit run here may change what its code reads
     rerun = profile == "paper" and rerun_shared(chapter, name)
+    before = rerun_before() if rerun else None
     if _reads_own_store(profile):
         own = read_store(chapter, name, store_dir, profile)
-        if _current_record(own, units, code) is not None and not (rerun and _has_shared_units(own)):
+        if _current_record(own, units, code) is not None and not (rerun and _has_units_to_remeasure(own, before)):
             if _writes_own_store(profile) and sizes is not None and _record_sizes(own_path, sizes):
                 own = read_store(chapter, name, store_dir, profile)
             return _from_store(own, units, own_path, code)
@@ -398,10 +460,12 @@ def _largest_scale(chapter, name, units, sizes, store_dir, same_units, read_reco
         _refuse_native_floats(chapter, name, units)
         run_options.setdefault("checkpoint", checkpoint_directory(chapter, store_dir))
         if own is not None:
+            keys = run_options["keys"] = unit_runner.unit_keys(units)    # once for the drop, carry and run
             if rerun:
-                cache = unit_runner.UnitCache(unit_runner.cache_directory(run_options.get("cache")))
-                drop_shared_measurements(units, [unit_runner.UnitCheckpoint(run_options["checkpoint"]), cache])
-            carry_stored_units(own, units, run_options["checkpoint"], code, skip_shared=rerun)
+                places = [unit_runner.UnitCheckpoint(run_options["checkpoint"]),
+                          unit_runner.UnitCache(unit_runner.cache_directory(run_options.get("cache")))]
+                drop_shared_measurements(units, places, keys, before)
+            carry_stored_units(own, units, run_options["checkpoint"], code, skip_shared=rerun, keys=keys, before=before)
     elif _writes_own_store(profile):         # make default-store: rewrite the store, recompute what changed
         own = read_store(chapter, name, store_dir, profile)
         if own is not None:
@@ -413,20 +477,24 @@ def _largest_scale(chapter, name, units, sizes, store_dir, same_units, read_reco
     if written is not None and run_options.get("checkpoint") is not None:
         unit_runner.UnitCheckpoint(run_options["checkpoint"]).remove(units, stats.keys)   # stored now
     return ExperimentResults(results, [u.params for u in units], [u.seed for u in units], sizes, profile, "run",
-                             False, _describe_run(provenance, path, written, outdated), provenance)
+                             False, _describe_run(provenance, path, written, outdated), provenance,
+                             stats.unit_finished)
 
 
-def carry_stored_units(record, units, checkpoint, code=None, skip_shared: bool = False) -> int:
+def carry_stored_units(record, units, checkpoint, code=None, skip_shared: bool = False, keys=None,
+                       before=None) -> int:
     """Put in the checkpoint the units of a stored paper run that ``units`` repeat (same function,
     parameters and seed) when their code is unchanged since (``code_changes``; ``code``: as there).
     A paper run at changed sizes (a cell added, more trials in some) then computes only the units that
     are new, however long ago and wherever the stored ones ran. Returns how many it carried. A unit
     keeps its machine when the stored run names a single one. ``skip_shared``: not those measured without
-    a core to themselves (``rerun_shared``)."""
-    return _carry(record, units, unit_runner.UnitCheckpoint(checkpoint), code, skip_shared)
+    a core to themselves, nor, given ``before``, those that finished earlier (``rerun_shared``,
+    ``needs_remeasuring``). ``keys``: the units' ``unit_keys`` when the caller has them. A carried unit
+    keeps its recorded finish time."""
+    return _carry(record, units, unit_runner.UnitCheckpoint(checkpoint), code, skip_shared, keys, before)
 
 
-def _carry(record, units, kept, code=None, skip_shared: bool = False) -> int:
+def _carry(record, units, kept, code=None, skip_shared: bool = False, keys=None, before=None) -> int:
     """``carry_stored_units`` into ``kept``: a paper run's checkpoint, or the unit cache when ``make
     default-store`` rewrites the default store (so that it recomputes only the units that are new or whose
     code changed, not every unit a fresh clone's cache lacks). Nothing when the cache is off."""
@@ -435,11 +503,10 @@ def _carry(record, units, kept, code=None, skip_shared: bool = False) -> int:
     stored = {_unit_signature(row["function"], row["params"], row["seed"]): row for row in record["units"]}
     machine = _single_machine(record["provenance"])
     carried = 0
-    for unit, key in zip(units, unit_runner.unit_keys(units)):
+    for unit, key in zip(units, unit_runner.unit_keys(units) if keys is None else keys):
         row = stored.get(_unit_signature(unit_runner.function_name(unit.fn), unit.params, unit.seed))
-        if row is not None and not kept.has(unit, key) and not (
-                skip_shared and shared_a_core(row["seconds"], row.get("cpu_seconds"))):
-            kept.save(unit, key, row["result"], row["seconds"], row.get("cpu_seconds"), machine)
+        if row is not None and not kept.has(unit, key) and not (skip_shared and _needs_remeasuring(row, before)):
+            kept.save(unit, key, row["result"], row["seconds"], row.get("cpu_seconds"), machine, row.get("finished"))
             carried += 1
     return carried
 
@@ -666,7 +733,7 @@ def _from_store(record, units, path, code=None) -> ExperimentResults:
     rows = record["units"]
     return ExperimentResults([r["result"] for r in rows], [r["params"] for r in rows], [r["seed"] for r in rows],
                              record["sizes"], stored["profile"], "store", bool(changed),
-                             _describe_store(stored, path, changed), stored)
+                             _describe_store(stored, path, changed), stored, [r.get("finished") for r in rows])
 
 
 def _duration(seconds: float) -> str:
@@ -701,7 +768,20 @@ def _describe_store(stored, path, changed) -> str:
     return (f"{stored['profile'].capitalize()}-profile results from the committed store "
             f"({_relative(path)}: {_units(stored['n_units'])}, commit {_commit(stored)}, "
             f"{stored['date'][:10]}, {computing} of computing on "
-            f"{stored['machine']['cores']} cores{_computed_elsewhere(stored)}{_shared_cores(stored)}); {since}.")
+            f"{stored['machine']['cores']} cores{_computed_elsewhere(stored)}{_shared_cores(stored)}{_finish_times(stored)}); {since}.")
+
+
+def _finish_times(stored) -> str:
+    """", units finished <first> to <last> UTC" when some unit's finish time is recorded (``finish_span``):
+    whether the units of a timed comparison were measured in one sitting."""
+    span = stored.get("units_finished") or {}
+    if not span.get("first"):
+        return ""
+    first, last = (_instant(span[end]).strftime("%Y-%m-%d %H:%M") for end in ("first", "last"))
+    last = last[11:] if last[:10] == first[:10] else last
+    missing = span.get("not_recorded")
+    return (f", units finished {first} to {last} UTC"
+            + (f" ({missing} carried from runs that did not record the time)" if missing else ""))
 
 
 def _shared_cores(stored) -> str:

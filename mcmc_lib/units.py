@@ -65,6 +65,7 @@ unfinished, so that it resumes from a clone on another machine.
 from __future__ import annotations
 
 import base64
+import datetime
 import dis
 import hashlib
 import importlib.metadata
@@ -612,6 +613,19 @@ def _entry_path(directory: Path, unit, key: str, suffix: str) -> Path:
     return directory / name / f"{key}{suffix}"
 
 
+NOW = "now"      # a save's ``finished`` default: the unit finished just now
+
+
+def finished_now() -> str:
+    """When a unit finished, as an entry records it: ISO 8601 in UTC to the second."""
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def _finished(finished) -> str | None:
+    """A save's ``finished``: now (``NOW``), or the time an earlier record gave (None: not recorded)."""
+    return finished_now() if finished == NOW else finished
+
+
 class UnitCache:
     """One pickle per finished unit, ``<dir>/<module.function>/<key>.pkl``, written atomically."""
 
@@ -641,14 +655,15 @@ class UnitCache:
         if self.directory is not None:
             self._path(unit, key).unlink(missing_ok=True)
 
-    def save(self, unit, key, result, seconds, cpu_seconds=None, machine=None):
+    def save(self, unit, key, result, seconds, cpu_seconds=None, machine=None, finished=NOW):
+        """Keep the unit's entry; ``finished``: when it finished, if not now (a carried measurement)."""
         if self.directory is None:
             return
         path = self._path(unit, key)
         path.parent.mkdir(parents=True, exist_ok=True)
         entry = {"result": result, "seconds": seconds, "cpu_seconds": cpu_seconds, "machine": machine,
                  "function": function_name(unit.fn), "params": unit.params, "seed": unit.seed,
-                 "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+                 "finished": _finished(finished)}
         # Write beside, then rename: a reader never sees half a file, even if this run is killed.
         with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".", suffix=".tmp", delete=False) as file:
             pickle.dump(entry, file, protocol=5)
@@ -686,12 +701,13 @@ class UnitCheckpoint:
         """Delete the unit's entry, if any: the run computes it again."""
         self._path(unit, key).unlink(missing_ok=True)
 
-    def save(self, unit, key, result, seconds, cpu_seconds=None, machine=None):
+    def save(self, unit, key, result, seconds, cpu_seconds=None, machine=None, finished=NOW):
+        """As ``UnitCache.save``."""
         path = self._path(unit, key)
         path.parent.mkdir(parents=True, exist_ok=True)
         entry = {"function": function_name(unit.fn), "params": encode(unit.params, "params"), "seed": unit.seed,
                  "seconds": seconds, "cpu_seconds": cpu_seconds, "machine": machine,
-                 "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "result": encode(result, "the result", compact=True)}
+                 "finished": _finished(finished), "result": encode(result, "the result", compact=True)}
         temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         temporary.write_text(json.dumps(entry) + "\n")
         os.replace(temporary, path)
@@ -845,6 +861,9 @@ class RunStats:
     unit_cpu_seconds: list = field(default_factory=list)
     unit_machines: list = field(default_factory=list)   # where each unit ran (machine_label; None: not recorded)
     keys: list = field(default_factory=list)     # each unit's cache key (None with no cache or checkpoint)
+    # when each unit finished (``finished_now``; None: an entry older than that record): which units of a
+    # timed comparison were measured in the same sitting
+    unit_finished: list = field(default_factory=list)
 
 
 def _backend(n_pending, jobs, scheduler):
@@ -874,17 +893,19 @@ def _show_progress(progress):
 
 
 def run_with_stats(units, label: str | None = None, jobs=None, scheduler=None, cache=None, progress=None,
-                   checkpoint=None):
-    """``run_units`` that also says how the units ran: (results, RunStats)."""
+                   checkpoint=None, keys=None):
+    """``run_units`` that also says how the units ran: (results, RunStats). ``keys``: the units'
+    ``unit_keys`` when the caller has them already."""
     units = list(units)
     for i, unit in enumerate(units):
         if not isinstance(unit, Unit):
             raise ValueError(f"units[{i}] must be a Unit(fn, params, seed), got {type(unit).__name__}")
     store = UnitCache(cache_directory(cache))
     kept = UnitCheckpoint(checkpoint) if checkpoint is not None else None
-    keys = unit_keys(units) if store.directory is not None or kept is not None else [None] * len(units)
+    if keys is None:
+        keys = unit_keys(units) if store.directory is not None or kept is not None else [None] * len(units)
     results, seconds, pending = [None] * len(units), [0.0] * len(units), []
-    cpu_seconds, machines = [None] * len(units), [None] * len(units)
+    cpu_seconds, machines, finished = [None] * len(units), [None] * len(units), [None] * len(units)
     for i, (unit, key) in enumerate(zip(units, keys)):
         entry = _load(store, kept, unit, key)
         if entry is None:
@@ -892,6 +913,7 @@ def run_with_stats(units, label: str | None = None, jobs=None, scheduler=None, c
         else:
             results[i], seconds[i] = entry["result"], entry["seconds"]
             cpu_seconds[i], machines[i] = entry.get("cpu_seconds"), entry.get("machine")
+            finished[i] = entry.get("finished")
     jobs, scheduler = job_count(jobs), dask_scheduler(scheduler)
     backend, workers = _backend(len(pending), jobs, scheduler)
     info = {"jobs": workers}
@@ -901,9 +923,10 @@ def run_with_stats(units, label: str | None = None, jobs=None, scheduler=None, c
     try:
         for index, result, (unit_seconds, unit_cpu_seconds, machine) in computed:
             encode(result, where=f"the result of units[{index}] ({function_name(units[index].fn)})", convert=False)
-            store.save(units[index], keys[index], result, unit_seconds, unit_cpu_seconds, machine)
+            finished[index] = finished_now()
+            store.save(units[index], keys[index], result, unit_seconds, unit_cpu_seconds, machine, finished[index])
             if kept is not None:
-                kept.save(units[index], keys[index], result, unit_seconds, unit_cpu_seconds, machine)
+                kept.save(units[index], keys[index], result, unit_seconds, unit_cpu_seconds, machine, finished[index])
             results[index], seconds[index] = result, unit_seconds
             cpu_seconds[index], machines[index] = unit_cpu_seconds, machine
             if bar is not None:
@@ -914,7 +937,7 @@ def run_with_stats(units, label: str | None = None, jobs=None, scheduler=None, c
         if bar is not None:
             bar.close()
     stats = RunStats(len(units), len(units) - len(pending), backend, info["jobs"],
-                     time.perf_counter() - start, seconds, cpu_seconds, machines, keys)
+                     time.perf_counter() - start, seconds, cpu_seconds, machines, keys, finished)
     return results, stats
 
 
@@ -925,7 +948,8 @@ def _load(store, kept, unit, key):
     if entry is None:
         return kept.load(unit, key) if kept is not None else None
     if kept is not None and not kept.has(unit, key):
-        kept.save(unit, key, entry["result"], entry["seconds"], entry.get("cpu_seconds"), entry.get("machine"))
+        kept.save(unit, key, entry["result"], entry["seconds"], entry.get("cpu_seconds"), entry.get("machine"),
+                  entry.get("finished"))
     return entry
 
 

@@ -3,6 +3,7 @@
 Unit functions here are made the way a Jupyter cell makes them (module ``__main__``, source in
 linecache), because the chapters define their experiment code in cells.
 """
+import datetime
 import hashlib
 import json
 import linecache
@@ -1117,3 +1118,79 @@ def test_a_paper_run_reruns_the_named_experiments_units_that_shared_a_core(tmp_p
     assert_identical(rerun.values, first.values)
     assert rerun.record["n_units_sharing_a_core"] == 0
     assert run().record["n_units_sharing_a_core"] == 0 and calls(counter) == 5   # nothing left to rerun
+
+
+def test_each_unit_records_when_it_finished_and_keeps_it_when_carried(tmp_path, monkeypatch):
+    """A computed unit's finish time (ISO, UTC) reaches the cache, the checkpoint, the stored row, the
+    results and the page; a carried or cached unit keeps its own time, and one with none stays None."""
+    namespace = {"__name__": "__main__", "np": np}
+    cell(TRIAL, namespace)
+    counter, store_dir, cache = tmp_path / "calls", tmp_path / "paper", tmp_path / "cache"
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "paper")
+    monkeypatch.delenv("MCMC_BOOK_STORE", raising=False)
+    trials = make_units(namespace["trial"], count=3, counter=str(counter))
+    before = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    first = store.largest_scale("demo", "grid", trials, store_dir=store_dir, cache=cache, jobs=1)
+    after = datetime.datetime.now(datetime.timezone.utc)
+    times = [datetime.datetime.fromisoformat(f) for f in first.finished]
+    assert all(before <= t <= after and t.utcoffset() == datetime.timedelta(0) for t in times)
+    rows = json.loads(store.store_path("demo", "grid", store_dir).read_text())["units"]
+    assert [row["finished"] for row in rows] == first.finished
+    assert first.record["units_finished"] == {"first": min(first.finished), "last": max(first.finished),
+                                              "not_recorded": 0}
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "default")                     # the page, from the store
+    shown = store.largest_scale("demo", "grid", trials, store_dir=store_dir, cache=cache, jobs=1)
+    assert shown.source == "store" and shown.finished == first.finished
+    assert f"units finished {first.finished[0][:10]} {min(first.finished)[11:16]} to" in shown.provenance
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "paper")
+    key = units.unit_keys(trials)[0]
+    assert units.UnitCache(cache).load(trials[0], key)["finished"] == first.finished[0]
+    kept = units.UnitCheckpoint(tmp_path / "kept")
+    record = store.read_store("demo", "grid", store_dir)
+    record["units"][1].pop("finished")                       # a row older than the record
+    assert store.carry_stored_units(record, trials, tmp_path / "kept") == 3
+    assert kept.load(trials[0], key)["finished"] == first.finished[0]
+    assert kept.load(trials[1], units.unit_keys(trials)[1])["finished"] is None
+    _, stats = units.run_with_stats(trials, cache=False, checkpoint=tmp_path / "kept", jobs=1)
+    assert stats.unit_finished == [first.finished[0], None, first.finished[2]] and calls(counter) == 3
+    assert store.finish_span(stats.unit_finished)["not_recorded"] == 1
+
+
+def test_a_paper_run_reruns_the_named_experiments_units_that_finished_before_a_time(tmp_path, monkeypatch):
+    """make paper RERUN_SHARED=demo/grid RERUN_BEFORE=<time> also recomputes the stored units that
+    finished before that time or have no recorded time (from the store or the cache), so that a timed
+    comparison comes from one sitting; those that finished later are carried; a malformed time is a
+    ValueError naming RERUN_BEFORE."""
+    namespace = {"__name__": "__main__", "np": np}
+    cell(TRIAL, namespace)
+    counter, store_dir, cache = tmp_path / "calls", tmp_path / "paper", tmp_path / "cache"
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "paper")
+    monkeypatch.delenv("MCMC_BOOK_STORE", raising=False)
+    monkeypatch.setenv("MCMC_BOOK_RERUN_SHARED", "demo/grid")
+    trials = make_units(namespace["trial"], count=4, counter=str(counter))
+
+    def run():
+        return store.largest_scale("demo", "grid", trials, store_dir=store_dir, cache=cache, jobs=1)
+
+    first = run()
+    path = store.store_path("demo", "grid", store_dir)
+    raw = json.loads(path.read_text())
+    raw["units"][0]["finished"] = "2026-11-24T10:00:00+00:00"              # an earlier sitting ...
+    raw["units"][1].pop("finished")                                        # ... and no time recorded
+    path.write_text(json.dumps(raw))
+    unit_cache, keys = units.UnitCache(cache), units.unit_keys(trials)
+    for i in (0, 1):                                                       # the cache says the same
+        entry = unit_cache.load(trials[i], keys[i])
+        unit_cache.save(trials[i], keys[i], entry["result"], entry["seconds"], entry["cpu_seconds"],
+                        finished=raw["units"][i].get("finished"))
+    run()
+    assert calls(counter) == 4                                             # no time given: only shared units
+    monkeypatch.setenv("MCMC_BOOK_RERUN_BEFORE", "2026-11-25")
+    rerun = run()
+    assert calls(counter) == 6                                             # units 0 and 1 ran again
+    assert_identical(rerun.values, first.values)
+    assert rerun.finished[2:] == first.finished[2:] and all(f > "2026-11-25" for f in rerun.finished)
+    assert run().record["units_finished"]["not_recorded"] == 0 and calls(counter) == 6
+    monkeypatch.setenv("MCMC_BOOK_RERUN_BEFORE", "yesterday")
+    with pytest.raises(ValueError, match="RERUN_BEFORE"):
+        run()
