@@ -254,7 +254,7 @@ def rerun_shared(chapter: str, name: str) -> bool:
     return f"{chapter}/{name}" in os.environ.get(RERUN_SHARED_ENV, "").replace(",", " ").split()
 
 
-def drop_shared_measurements(units, places, keys=None, before=None) -> int:
+def drop_measurements_to_redo(units, places, keys=None, before=None) -> int:
     """Delete from ``places`` (a checkpoint, the unit cache) the entries of ``units`` that a rerun
     recomputes (``needs_remeasuring``: measured without a core to themselves, or finished before
     ``before``), so that it does not take them back; how many. ``keys``: the units' ``unit_keys`` when
@@ -464,8 +464,8 @@ def _largest_scale(chapter, name, units, sizes, store_dir, same_units, read_reco
             if rerun:
                 places = [unit_runner.UnitCheckpoint(run_options["checkpoint"]),
                           unit_runner.UnitCache(unit_runner.cache_directory(run_options.get("cache")))]
-                drop_shared_measurements(units, places, keys, before)
-            carry_stored_units(own, units, run_options["checkpoint"], code, skip_shared=rerun, keys=keys, before=before)
+                drop_measurements_to_redo(units, places, keys, before)
+            carry_stored_units(own, units, run_options["checkpoint"], code, rerun, keys, before)
     elif _writes_own_store(profile):         # make default-store: rewrite the store, recompute what changed
         own = read_store(chapter, name, store_dir, profile)
         if own is not None:
@@ -481,20 +481,20 @@ def _largest_scale(chapter, name, units, sizes, store_dir, same_units, read_reco
                              stats.unit_finished)
 
 
-def carry_stored_units(record, units, checkpoint, code=None, skip_shared: bool = False, keys=None,
+def carry_stored_units(record, units, checkpoint, code=None, skip_remeasured: bool = False, keys=None,
                        before=None) -> int:
     """Put in the checkpoint the units of a stored paper run that ``units`` repeat (same function,
     parameters and seed) when their code is unchanged since (``code_changes``; ``code``: as there).
     A paper run at changed sizes (a cell added, more trials in some) then computes only the units that
     are new, however long ago and wherever the stored ones ran. Returns how many it carried. A unit
-    keeps its machine when the stored run names a single one. ``skip_shared``: not those measured without
-    a core to themselves, nor, given ``before``, those that finished earlier (``rerun_shared``,
-    ``needs_remeasuring``). ``keys``: the units' ``unit_keys`` when the caller has them. A carried unit
+    keeps its machine when the stored run names a single one. ``skip_remeasured``: not those a rerun
+    recomputes (``rerun_shared``, ``needs_remeasuring``: measured without a core to themselves, or,
+    given ``before``, finished earlier). ``keys``: the units' ``unit_keys`` when the caller has them. A carried unit
     keeps its recorded finish time."""
-    return _carry(record, units, unit_runner.UnitCheckpoint(checkpoint), code, skip_shared, keys, before)
+    return _carry(record, units, unit_runner.UnitCheckpoint(checkpoint), code, skip_remeasured, keys, before)
 
 
-def _carry(record, units, kept, code=None, skip_shared: bool = False, keys=None, before=None) -> int:
+def _carry(record, units, kept, code=None, skip_remeasured: bool = False, keys=None, before=None) -> int:
     """``carry_stored_units`` into ``kept``: a paper run's checkpoint, or the unit cache when ``make
     default-store`` rewrites the default store (so that it recomputes only the units that are new or whose
     code changed, not every unit a fresh clone's cache lacks). Nothing when the cache is off."""
@@ -505,7 +505,7 @@ def _carry(record, units, kept, code=None, skip_shared: bool = False, keys=None,
     carried = 0
     for unit, key in zip(units, unit_runner.unit_keys(units) if keys is None else keys):
         row = stored.get(_unit_signature(unit_runner.function_name(unit.fn), unit.params, unit.seed))
-        if row is not None and not kept.has(unit, key) and not (skip_shared and _needs_remeasuring(row, before)):
+        if row is not None and not kept.has(unit, key) and not (skip_remeasured and _needs_remeasuring(row, before)):
             kept.save(unit, key, row["result"], row["seconds"], row.get("cpu_seconds"), machine, row.get("finished"))
             carried += 1
     return carried
@@ -768,7 +768,8 @@ def _describe_store(stored, path, changed) -> str:
     return (f"{stored['profile'].capitalize()}-profile results from the committed store "
             f"({_relative(path)}: {_units(stored['n_units'])}, commit {_commit(stored)}, "
             f"{stored['date'][:10]}, {computing} of computing on "
-            f"{stored['machine']['cores']} cores{_computed_elsewhere(stored)}{_shared_cores(stored)}{_finish_times(stored)}); {since}.")
+            f"{stored['machine']['cores']} cores{_computed_elsewhere(stored)}{_shared_cores(stored)}"
+            f"{_finish_times(stored)}); {since}.")
 
 
 def _finish_times(stored) -> str:
