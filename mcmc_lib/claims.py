@@ -318,22 +318,34 @@ class ClaimsRegistry:
         return self.profile or active_profile()
 
     def decide(self, id: str, estimate: Estimate, *, note: str = "", cause: str = "", wins: dict | None = None,
-               profile: str | None = None) -> str:
+               profile: str | None = None, planned: int | None = None) -> str:
         """Apply the declared rule to ``estimate`` and record the claim; returns its outcome.
 
         A claim that is not reproduced needs ``cause`` (what was found, or "none found"; shown only for that
         outcome, so a chapter may pass it before it knows the outcome); ``note`` says
         anything else the reader needs (an inconclusive claim's note gets how many replicates would
-        decide it, computed from the observed spread)."""
+        decide it, computed from the observed spread). ``planned``: the number of replicates fixed before
+        the run to decide the claim; with fewer, the claim stays inconclusive (deciding at whichever count
+        first clears the threshold would bias the verdict) and its note says how many remain and what the
+        rule reads on those run so far."""
         if id not in self._declared:
             raise ValueError(f"claim {id!r} was not declared: call declare() with its rule before the experiment")
         if not isinstance(estimate, Estimate):
             raise ValueError(f"estimate must be a mcmc_lib.claims.Estimate, got {type(estimate).__name__}")
         if profile is not None and profile not in PROFILES:
             raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {profile!r}")
+        if planned is not None and (isinstance(planned, bool) or not isinstance(planned, int)
+                                    or planned < estimate.n_replicates):
+            raise ValueError(f"planned must be an int of at least the estimate's {estimate.n_replicates} "
+                             f"replicates, got {planned!r}")
         claim, rule = self._declared.pop(id)
         claim.profile = profile or claim.profile
         claim.outcome = rule.decide(estimate)
+        if planned is not None and estimate.n_replicates < planned:
+            note = (f"Decided at the {planned} replicates fixed before the run; {estimate.n_replicates} have run, "
+                    f"the other {planned - estimate.n_replicates} decide it (on those run so far the rule reads "
+                    f"{claim.outcome}). " + note.strip())
+            claim.outcome = INCONCLUSIVE
         claim.estimate = asdict(estimate)
         claim.reproduced = f"{estimate.text()} (R = {estimate.n_replicates})"
         claim.wins = {str(k): int(v) for k, v in (wins or {}).items()}
@@ -341,7 +353,7 @@ class ClaimsRegistry:
         if claim.outcome == NOT_REPRODUCED:
             parts.append("Cause: " + _require_text(cause, "cause (for a claim that is not reproduced; "
                                                            "say 'none found' if none was)"))
-        if claim.outcome == INCONCLUSIVE:
+        if claim.outcome == INCONCLUSIVE and (planned is None or estimate.n_replicates == planned):
             needed = rule.replicates_to_decide(estimate)
             parts.append(f"About {needed} replicates at this spread would decide it." if needed else
                          "More replicates or longer runs would decide it.")

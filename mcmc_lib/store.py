@@ -210,6 +210,16 @@ def finish_span(finished) -> dict:
             "not_recorded": len(finished) - len(recorded)}
 
 
+def minutes_apart(finished) -> float | None:
+    """How many minutes apart a set of units finished (the last finish time less the first); None when
+    any of them has no recorded time, since then the sitting cannot be shown."""
+    finished = list(finished)
+    if not finished or None in finished:
+        return None
+    instants = [_instant(f) for f in finished]
+    return (max(instants) - min(instants)).total_seconds() / 60
+
+
 def _instant(finished: str) -> datetime.datetime:
     """A recorded finish time as an aware UTC datetime (older entries wrote the offset as +0000)."""
     return datetime.datetime.fromisoformat(finished).astimezone(datetime.timezone.utc)

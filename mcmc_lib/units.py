@@ -58,9 +58,10 @@ checksum or version among the parameters), and user modules imported by the unit
 modules. ``rm -rf _build/cache/units`` (or ``make clean``) empties the cache.
 
 **The checkpoint.** The cache is one machine's. ``checkpoint=<directory>`` also writes each finished
-unit there as JSON under the same key (``UnitCheckpoint``), and reads it back where the cache lacks
-it: the store gives a paper run ``results/paper/<chapter>/checkpoint/``, committed while the run is
-unfinished, so that it resumes from a clone on another machine.
+unit there as JSON under the same key (``UnitCheckpoint``) and reads it first, the cache only where the
+checkpoint lacks a unit (a checkpointed unit keeps its own measured time and finish time): the store
+gives a paper run ``results/paper/<chapter>/checkpoint/``, committed while the run is unfinished, so
+that it resumes from a clone on another machine.
 """
 from __future__ import annotations
 
@@ -613,7 +614,7 @@ def _entry_path(directory: Path, unit, key: str, suffix: str) -> Path:
     return directory / name / f"{key}{suffix}"
 
 
-NOW = "now"      # a save's ``finished`` default: the unit finished just now
+NOW = object()   # a save's ``finished`` default: the unit finished just now (no recorded time can equal it)
 
 
 def finished_now() -> str:
@@ -623,7 +624,7 @@ def finished_now() -> str:
 
 def _finished(finished) -> str | None:
     """A save's ``finished``: now (``NOW``), or the time an earlier record gave (None: not recorded)."""
-    return finished_now() if finished == NOW else finished
+    return finished_now() if finished is NOW else finished
 
 
 class UnitCache:
@@ -942,12 +943,16 @@ def run_with_stats(units, label: str | None = None, jobs=None, scheduler=None, c
 
 
 def _load(store, kept, unit, key):
-    """A unit's entry from the cache, else from the checkpoint; a cached unit the checkpoint lacks is
-    added to it (so that a run begun before it had a checkpoint carries over to another machine)."""
+    """A unit's entry from the checkpoint, else from the cache. The checkpoint wins because it holds what
+    this run measured or carried from the store: the same key gives the same result from either, but a
+    cache entry left by another run (one stopped early, say) would swap in another sitting's time. A
+    cached unit the checkpoint lacks is added to it (so that a run begun before it had a checkpoint
+    carries over to another machine)."""
+    entry = kept.load(unit, key) if kept is not None else None
+    if entry is not None:
+        return entry
     entry = store.load(unit, key)
-    if entry is None:
-        return kept.load(unit, key) if kept is not None else None
-    if kept is not None and not kept.has(unit, key):
+    if entry is not None and kept is not None:
         kept.save(unit, key, entry["result"], entry["seconds"], entry.get("cpu_seconds"), entry.get("machine"),
                   entry.get("finished"))
     return entry

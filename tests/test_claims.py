@@ -87,6 +87,27 @@ def test_replicates_to_decide_a_geometric_mean_count_on_the_log_scale(rule, mean
     assert rule.decide(decided) != claims.INCONCLUSIVE and rule.decide(short) == claims.INCONCLUSIVE
 
 
+def test_a_claim_with_planned_replicates_waits_for_all_of_them(tmp_path):
+    """With fewer replicates than planned the claim stays inconclusive whatever the interval says (no
+    verdict at whichever count first clears the threshold); at the planned count the rule decides."""
+    registry = claims.ClaimsRegistry("demo", directory=tmp_path)
+    rule = Rule.greater("ratio", 1.0, "paper")
+    clear = Estimate.from_replicates(with_mean_and_sd(1.5, 0.1, 19))
+    for id in ("early", "done"):
+        registry.declare(id, statement="s", source="Table 1", published="1.5", rule=rule)
+    assert registry.decide("early", clear, planned=25) == claims.INCONCLUSIVE
+    note = registry.claims[0].note
+    assert "25 replicates fixed before the run; 19 have run, the other 6" in note
+    assert "reads reproduced" in note and "About" not in note
+    full = Estimate.from_replicates(with_mean_and_sd(1.5, 0.1, 25))
+    assert registry.decide("done", full, planned=25) == claims.REPRODUCED
+    assert "fixed before the run" not in registry.claims[1].note
+    registry.declare("bad", statement="s", source="Table 1", published="1.5", rule=rule)
+    for bad in (18, 2.5, True, "25"):         # a refused call leaves the claim declared
+        with pytest.raises(ValueError, match="planned"):
+            registry.decide("bad", clear, planned=bad)
+
+
 def test_replicates_to_decide_is_none_without_a_spread_or_a_gap():
     rule = Rule.greater("ratio", 1.0, "paper")
     assert rule.replicates_to_decide(interval(0.9, 1.2)) is None                      # no spread recorded

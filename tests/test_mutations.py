@@ -107,8 +107,12 @@ MUTATIONS = {
     "native-paper-run-stores-floats": ("mcmc_lib/store.py", "        _refuse_native_floats(chapter, name, units)",
                                        "        pass", "test_units.py", "native_paper_run_runs_only"),
     # --- the checkpoint of a paper run: read back on another machine, emptied once stored
-    "checkpoint-not-read": ("mcmc_lib/units.py", "        return kept.load(unit, key) if kept is not None else None",
-                            "        return None", "test_units.py", "checkpoint_keeps_finished_units"),
+    "checkpoint-not-read": ("mcmc_lib/units.py", "    entry = kept.load(unit, key) if kept is not None else None",
+                            "    entry = None", "test_units.py", "checkpoint_keeps_finished_units"),
+    "cache-time-over-checkpoint": ("mcmc_lib/units.py",
+                                   "    if entry is not None:\n        return entry\n    entry = store.load(unit, key)",
+                                   "    entry = store.load(unit, key) or entry", "test_units.py",
+                                   "keeps_its_own_time_over"),
     # --- each unit keeps the machine it ran on (a resumed run's units can come from other machines)
     "unit-machine-not-kept": ("mcmc_lib/units.py",
                               "            cpu_seconds[i], machines[i] = entry.get(\"cpu_seconds\"), entry.get(\"machine\")",
@@ -157,6 +161,8 @@ MUTATIONS = {
     "portable-sets-nothing": ("mcmc_lib/portable.py", "    return dict(PORTABLE_VARIABLES)", "    return {}",
                               "test_portable.py", "haswell_kernels_and_no_avx512"),
     # --- claims: how many replicates an inconclusive claim needs
+    "planned-replicates-ignored": ("mcmc_lib/claims.py", "            claim.outcome = INCONCLUSIVE",
+                                   "            pass", "test_claims.py", "planned"),
     "replicates-to-decide-by-z": ("mcmc_lib/claims.py", "        while stats.t.ppf(quantile, n - 1) * sd / math.sqrt(n) >= gap:",
                                   "        while False:", "test_claims.py", "replicates"),
     "replicates-to-decide-geometric-not-logged": ("mcmc_lib/claims.py",

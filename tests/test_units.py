@@ -472,6 +472,20 @@ def test_a_cached_unit_is_added_to_the_checkpoint(tmp_path):
     assert_identical(results, serial_loop(unit_list))
 
 
+def test_a_checkpointed_unit_keeps_its_own_time_over_another_runs_cache_entry(tmp_path):
+    """Same key, same result, but the time is the sitting's: a cache entry left by another run (one
+    stopped early) must not replace the time this run checkpointed or carried from the store."""
+    unit_list = make_units(cell(TRIAL)["trial"], count=2)
+    checkpoint, cache = tmp_path / "checkpoint", tmp_path / "cache"
+    _, first = run(unit_list, jobs=1, cache="off", checkpoint=checkpoint)
+    key = first.keys[0]
+    units.UnitCache(cache).save(unit_list[0], key, units.UnitCheckpoint(checkpoint).load(unit_list[0], key)["result"],
+                                seconds=999.0, cpu_seconds=999.0, finished="2026-01-01T00:00:00+00:00")
+    _, again = run(unit_list, jobs=1, cache=cache, checkpoint=checkpoint)
+    assert again.n_cached == 2 and again.unit_seconds == first.unit_seconds
+    assert again.unit_finished == first.unit_finished
+
+
 KEY_OF_A_NOTEBOOK_UNIT = """
 import json, linecache, sys
 import numpy as np
@@ -1154,6 +1168,14 @@ def test_each_unit_records_when_it_finished_and_keeps_it_when_carried(tmp_path, 
     _, stats = units.run_with_stats(trials, cache=False, checkpoint=tmp_path / "kept", jobs=1)
     assert stats.unit_finished == [first.finished[0], None, first.finished[2]] and calls(counter) == 3
     assert store.finish_span(stats.unit_finished)["not_recorded"] == 1
+
+
+def test_minutes_apart_is_the_span_of_finish_times_and_none_when_one_is_missing():
+    """A sitting's span: last finish less first, across UTC offsets and the older +0000 form."""
+    times = ["2026-11-26T17:48:55+00:00", "2026-11-26T19:13:25+01:00", "2026-11-26T18:10:55+0000"]
+    assert store.minutes_apart(times) == pytest.approx(24.5)
+    assert store.minutes_apart(times[:1]) == 0.0
+    assert store.minutes_apart(times + [None]) is None and store.minutes_apart([]) is None
 
 
 def test_a_paper_run_reruns_the_named_experiments_units_that_finished_before_a_time(tmp_path, monkeypatch):
