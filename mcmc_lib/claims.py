@@ -338,10 +338,11 @@ class ClaimsRegistry:
                                     or planned < estimate.n_replicates):
             raise ValueError(f"planned must be an int of at least the estimate's {estimate.n_replicates} "
                              f"replicates, got {planned!r}")
+        pending = planned is not None and estimate.n_replicates < planned     # replicates still to run
         claim, rule = self._declared.pop(id)
         claim.profile = profile or claim.profile
         claim.outcome = rule.decide(estimate)
-        if planned is not None and estimate.n_replicates < planned:
+        if pending:
             note = (f"Decided at the {planned} replicates fixed before the run; {estimate.n_replicates} have run, "
                     f"the other {planned - estimate.n_replicates} decide it (on those run so far the rule reads "
                     f"{claim.outcome}). " + note.strip())
@@ -353,7 +354,7 @@ class ClaimsRegistry:
         if claim.outcome == NOT_REPRODUCED:
             parts.append("Cause: " + _require_text(cause, "cause (for a claim that is not reproduced; "
                                                            "say 'none found' if none was)"))
-        if claim.outcome == INCONCLUSIVE and (planned is None or estimate.n_replicates == planned):
+        if claim.outcome == INCONCLUSIVE and not pending:
             needed = rule.replicates_to_decide(estimate)
             parts.append(f"About {needed} replicates at this spread would decide it." if needed else
                          "More replicates or longer runs would decide it.")
