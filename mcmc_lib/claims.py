@@ -224,14 +224,35 @@ class Rule:
             raise ValueError(f"kind must be 'greater', 'less' or 'within', got {self.kind!r}")
         return REPRODUCED if inside else NOT_REPRODUCED if outside else INCONCLUSIVE
 
-    def replicates_to_decide(self, estimate: Estimate) -> int | None:
+    def replicates_to_decide(self, estimate: Estimate, rule_at=None) -> int | None:
         """How many replicates would make the interval clear the nearest threshold if the mean and the spread
         of one replicate stayed as observed: the smallest n whose Student-t half-width, t(n - 1) sd / sqrt(n),
         is below the gap (on the log scale for a geometric mean). None when the spread is unknown, the mean
-        sits on the threshold, or a geometric mean faces a threshold <= 0."""
+        sits on the threshold, or a geometric mean faces a threshold <= 0.
+
+        ``rule_at``: for a rule whose threshold moves with the number of replicates (a band of joint
+        standard errors of ours and the paper's narrows as ours grow), n -> the rule as declared for n
+        replicates; the count then lets the band move with n as well as the interval (None if no n up to
+        ``MAX_REPLICATES_TO_DECIDE`` would do)."""
         sd = estimate.spread
         if not math.isfinite(sd) or sd <= 0:
             return None
+        quantile = 0.5 + estimate.level / 2
+        first = max(estimate.n_replicates + 1, 2)
+        if rule_at is not None:
+            return _first_deciding_count(estimate, rule_at, first, quantile)
+        gap = self.gap(estimate)
+        if gap is None:
+            return None
+        # t > z, so the normal approximation (z sd / gap)^2 is a lower bound: step up from it.
+        n = max(first, math.ceil((stats.norm.ppf(quantile) * sd / gap) ** 2))
+        while stats.t.ppf(quantile, n - 1) * sd / math.sqrt(n) >= gap:
+            n += 1
+        return n
+
+    def gap(self, estimate: Estimate) -> float | None:
+        """Distance from the estimate's value to the rule's nearest threshold, on the log scale for a
+        geometric mean; None where it is zero or undefined (a geometric mean against a threshold <= 0)."""
         edges = [self.threshold] if self.kind != "within" else [self.low, self.high]
         value = estimate.value
         if estimate.method.startswith("geometric"):
@@ -239,14 +260,32 @@ class Rule:
                 return None
             value, edges = math.log(value), [math.log(edge) for edge in edges]
         gap = min(abs(value - edge) for edge in edges)
-        if gap == 0:
-            return None
-        quantile = 0.5 + estimate.level / 2
-        # t > z, so the normal approximation (z sd / gap)^2 is a lower bound: step up from it.
-        n = max(estimate.n_replicates + 1, 2, math.ceil((stats.norm.ppf(quantile) * sd / gap) ** 2))
-        while stats.t.ppf(quantile, n - 1) * sd / math.sqrt(n) >= gap:
-            n += 1
-        return n
+        return gap if gap > 0 else None
+
+
+MAX_REPLICATES_TO_DECIDE = 100_000
+
+
+def _gap_at(rule_at, n: int, estimate: Estimate) -> float:
+    rule = rule_at(n)
+    if not isinstance(rule, Rule):
+        raise ValueError(f"rule_at must return a mcmc_lib.claims.Rule for a number of replicates, got {rule!r} for {n}")
+    gap = rule.gap(estimate)
+    return np.nan if gap is None else gap
+
+
+def _first_deciding_count(estimate: Estimate, rule_at, first: int, quantile: float) -> int | None:
+    """The smallest n >= first at which the interval's half-width falls below the gap to the rule at n.
+    A moving threshold need not make that condition monotone in n, so every n is checked, in blocks."""
+    block = 1_000
+    for start in range(first, MAX_REPLICATES_TO_DECIDE + 1, block):
+        counts = np.arange(start, min(start + block, MAX_REPLICATES_TO_DECIDE + 1))
+        gaps = np.array([_gap_at(rule_at, int(n), estimate) for n in counts])
+        half_widths = stats.t.ppf(quantile, counts - 1) * estimate.spread / np.sqrt(counts)
+        deciding = np.flatnonzero(half_widths < gaps)
+        if deciding.size:
+            return int(counts[deciding[0]])
+    return None
 
 
 def _finite(value, name):
@@ -318,7 +357,7 @@ class ClaimsRegistry:
         return self.profile or active_profile()
 
     def decide(self, id: str, estimate: Estimate, *, note: str = "", cause: str = "", wins: dict | None = None,
-               profile: str | None = None, planned: int | None = None) -> str:
+               profile: str | None = None, planned: int | None = None, rule_at=None) -> str:
         """Apply the declared rule to ``estimate`` and record the claim; returns its outcome.
 
         A claim that is not reproduced needs ``cause`` (what was found, or "none found"; shown only for that
@@ -327,7 +366,9 @@ class ClaimsRegistry:
         decide it, computed from the observed spread). ``planned``: the number of replicates fixed before
         the run to decide the claim; with fewer, the claim stays inconclusive (deciding at whichever count
         first clears the threshold would bias the verdict) and its note says how many remain and what the
-        rule reads on those run so far."""
+        rule reads on those run so far. ``rule_at``: for a rule whose threshold moves with the number of
+        replicates, n -> the rule as it would be declared for n; the count of replicates that would decide an
+        inconclusive claim then lets the threshold move too (``Rule.replicates_to_decide``)."""
         if id not in self._declared:
             raise ValueError(f"claim {id!r} was not declared: call declare() with its rule before the experiment")
         if not isinstance(estimate, Estimate):
@@ -338,8 +379,10 @@ class ClaimsRegistry:
                                     or planned < estimate.n_replicates):
             raise ValueError(f"planned must be an int of at least the estimate's {estimate.n_replicates} "
                              f"replicates, got {planned!r}")
+        if rule_at is not None and not callable(rule_at):
+            raise ValueError(f"rule_at must be a function of the number of replicates returning a Rule, got {rule_at!r}")
         pending = planned is not None and estimate.n_replicates < planned     # replicates still to run
-        claim, rule = self._declared.pop(id)
+        claim, rule = self._declared[id]       # kept declared until recorded, so a refused call can be retried
         claim.profile = profile or claim.profile
         claim.outcome = rule.decide(estimate)
         if pending:
@@ -355,10 +398,12 @@ class ClaimsRegistry:
             parts.append("Cause: " + _require_text(cause, "cause (for a claim that is not reproduced; "
                                                            "say 'none found' if none was)"))
         if claim.outcome == INCONCLUSIVE and not pending:
-            needed = rule.replicates_to_decide(estimate)
-            parts.append(f"About {needed} replicates at this spread would decide it." if needed else
+            needed = rule.replicates_to_decide(estimate, rule_at)
+            moving = ", the band narrowing with them as the rule states" if rule_at is not None else ""
+            parts.append(f"About {needed} replicates at this spread would decide it{moving}." if needed else
                          "More replicates or longer runs would decide it.")
         claim.note = " ".join(parts)
+        del self._declared[id]
         self.claims.append(claim)
         return claim.outcome
 

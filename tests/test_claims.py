@@ -87,6 +87,34 @@ def test_replicates_to_decide_a_geometric_mean_count_on_the_log_scale(rule, mean
     assert rule.decide(decided) != claims.INCONCLUSIVE and rule.decide(short) == claims.INCONCLUSIVE
 
 
+def joint_se_band(n, sd_paper=0.2, n_paper=50):
+    """Two joint standard errors of ours (n replicates) and the paper's: a band that narrows as n grows."""
+    half = 2 * math.sqrt(sd_paper**2 / n_paper + sd_paper**2 / n)
+    return Rule.within("ours - paper's", -half, half, "two joint standard errors")
+
+
+@pytest.mark.parametrize("mean, verdict", [(0.05, claims.REPRODUCED),        # inside the limit band (0.057)
+                                           (0.062, claims.NOT_REPRODUCED)])  # inside today's band, outside the limit
+def test_replicates_to_decide_lets_a_band_move_with_the_replicates(tmp_path, mean, verdict):
+    """With the band fixed at 100 replicates the count would be wrong: the band narrows as they grow, so
+    the count is the smallest n at which the interval clears the band drawn for n."""
+    estimate = Estimate.from_replicates(with_mean_and_sd(mean, 0.2, 100))
+    rule = joint_se_band(100)
+    assert rule.decide(estimate) == claims.INCONCLUSIVE
+    needed = rule.replicates_to_decide(estimate, joint_se_band)
+    at = lambda n: Estimate.from_replicates(with_mean_and_sd(mean, 0.2, n))
+    assert joint_se_band(needed).decide(at(needed)) == verdict
+    assert joint_se_band(needed - 1).decide(at(needed - 1)) == claims.INCONCLUSIVE
+    assert needed != rule.replicates_to_decide(estimate)          # what a fixed band would have said
+    registry = claims.ClaimsRegistry("demo", directory=tmp_path)
+    registry.declare("cell", statement="s", source="Fig. 2", published="0.66", rule=rule)
+    for bad in (3, lambda n: 0.07):
+        with pytest.raises(ValueError, match="rule_at"):
+            registry.decide("cell", estimate, rule_at=bad)
+    assert registry.decide("cell", estimate, rule_at=joint_se_band) == claims.INCONCLUSIVE
+    assert f"About {needed} replicates at this spread would decide it, the band narrowing" in registry.claims[0].note
+
+
 def test_a_claim_with_planned_replicates_waits_for_all_of_them(tmp_path):
     """With fewer replicates than planned the claim stays inconclusive whatever the interval says (no
     verdict at whichever count first clears the threshold); at the planned count the rule decides."""

@@ -168,6 +168,9 @@ MUTATIONS = {
     "replicates-to-decide-geometric-not-logged": ("mcmc_lib/claims.py",
                                                   "            value, edges = math.log(value), [math.log(edge) for edge in edges]",
                                                   "            pass", "test_claims.py", "replicates"),
+    "replicates-to-decide-band-fixed": ("mcmc_lib/claims.py",
+                                        "            return _first_deciding_count(estimate, rule_at, first, quantile)",
+                                        "            pass", "test_claims.py", "replicates"),
     # --- diagnostics
     "ess-of-stuck-chain-is-N": (DIAG, "if np.all(chains_2d == first):\n        return 0.0",
                                 "if np.all(chains_2d == first):\n        return float(chains_2d.size)",
