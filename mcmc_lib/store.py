@@ -26,7 +26,8 @@ experiment's results through one call, at every profile::
   they ran is unchanged, which is what the build would compute (timings aside); else it runs the
   units. ``MCMC_BOOK_STORE=refresh`` (``make default-store``) runs them and rewrites that store,
   taking the units it repeats by unchanged code from the store it rewrites (through the unit cache:
-  a fresh clone recomputes only what is new or changed);
+  a fresh clone recomputes only what is new or changed); a record whose units all came that way is
+  left as it is, not rewritten with a new commit and date;
 - at ``smoke`` it always runs the units, so that CI exercises the code and the regression references
   stay smoke-size. ``MCMC_BOOK_STORE=on`` or ``off`` overrides this for default and smoke.
 
@@ -481,6 +482,10 @@ def _largest_scale(chapter, name, units, sizes, store_dir, same_units, read_reco
         if own is not None:
             _carry(own, units, unit_runner.UnitCache(unit_runner.cache_directory(run_options.get("cache"))), code)
     results, stats = unit_runner.run_with_stats(units, **run_options)
+    if _only_provenance_would_change(profile, own, units, code, stats):
+        if sizes is not None:
+            _record_sizes(own_path, sizes)
+        return _from_store(read_store(chapter, name, store_dir, profile), units, own_path, code)
     provenance = _provenance(units, stats, profile, code)
     written = (_write(own_path, provenance, units, results, stats, sizes) if _writes_own_store(profile)
                else None)
@@ -489,6 +494,15 @@ def _largest_scale(chapter, name, units, sizes, store_dir, same_units, read_reco
     return ExperimentResults(results, [u.params for u in units], [u.seed for u in units], sizes, profile, "run",
                              False, _describe_run(provenance, path, written, outdated), provenance,
                              stats.unit_finished)
+
+
+def _only_provenance_would_change(profile, own, units, code, stats) -> bool:
+    """Whether ``make default-store`` took every unit of an experiment from the cache for a stored record
+    of exactly these units by unchanged code: rewriting it would change only its commit and date, so it
+    is left as it is (its provenance stays that of the run that computed it). With the cache off the
+    units are computed again, and the record rewritten."""
+    return (profile == "default" and stats.n_cached == stats.n_units
+            and _current_record(own, units, code) is not None)
 
 
 def carry_stored_units(record, units, checkpoint, code=None, skip_remeasured: bool = False, keys=None,

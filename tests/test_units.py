@@ -969,7 +969,8 @@ def test_carried_units_keep_the_machine_that_computed_them():
 
 def test_a_default_store_refresh_computes_only_the_new_units(tmp_path, monkeypatch):
     """make default-store on a clone whose cache is empty takes the units it repeats (same code) from the
-    default store it rewrites: only the new units run; after a code change all of them do."""
+    default store it rewrites: only the new units run; after a code change all of them do. A record whose
+    units all came from the cache is left as it is (no new commit and date for unchanged results)."""
     namespace = {"__name__": "__main__", "np": np}
     trial = cell(TRIAL, namespace)["trial"]
     counter, store_dir = tmp_path / "calls", tmp_path / "stores"
@@ -987,6 +988,13 @@ def test_a_default_store_refresh_computes_only_the_new_units(tmp_path, monkeypat
     assert_identical(grown.values, serial_loop(make_units(trial, count=5)))
     assert grown.record["n_from_cache"] == 3 and grown.record["n_units"] == 5
     assert_identical(store.read_store("demo", "grid", store_dir, "default")["units"][4]["result"], grown.values[4])
+    record = store_dir.parent / "default" / "demo" / "grid.json"
+    written = record.read_text()
+    for cache in ("cache-2", "cache-4"):                        # all from the cache (warm, or carried into it)
+        again = refresh(5, tmp_path / cache)
+        assert calls(counter) == 5 and record.read_text() == written      # left as it is: no new commit or date
+        assert again.source == "store" and not again.code_changed
+        assert_identical(again.values, grown.values)
     refresh(5, False)                                           # no cache: nothing to carry into, all run
     assert calls(counter) == 10
     cell(TRIAL.replace("rng.standard_normal((n, n))", "rng.standard_normal((n, n)) * 1.0"), namespace)
