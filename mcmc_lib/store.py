@@ -483,9 +483,7 @@ def _largest_scale(chapter, name, units, sizes, store_dir, same_units, read_reco
             _carry(own, units, unit_runner.UnitCache(unit_runner.cache_directory(run_options.get("cache"))), code)
     results, stats = unit_runner.run_with_stats(units, **run_options)
     if _only_provenance_would_change(profile, own, units, code, stats):
-        if sizes is not None:
-            _record_sizes(own_path, sizes)
-        return _from_store(read_store(chapter, name, store_dir, profile), units, own_path, code)
+        return _from_store(own, units, own_path, code)
     provenance = _provenance(units, stats, profile, code)
     written = (_write(own_path, provenance, units, results, stats, sizes) if _writes_own_store(profile)
                else None)
@@ -499,8 +497,9 @@ def _largest_scale(chapter, name, units, sizes, store_dir, same_units, read_reco
 def _only_provenance_would_change(profile, own, units, code, stats) -> bool:
     """Whether ``make default-store`` took every unit of an experiment from the cache for a stored record
     of exactly these units by unchanged code: rewriting it would change only its commit and date, so it
-    is left as it is (its provenance stays that of the run that computed it). With the cache off the
-    units are computed again, and the record rewritten."""
+    is left as it is, its provenance and sizes those of the run that computed it (a default build reads
+    the sizes of paper-profile records only). With the cache off the units are computed again, and the
+    record rewritten."""
     return (profile == "default" and stats.n_cached == stats.n_units
             and _current_record(own, units, code) is not None)
 

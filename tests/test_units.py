@@ -977,9 +977,9 @@ def test_a_default_store_refresh_computes_only_the_new_units(tmp_path, monkeypat
     monkeypatch.setenv("MCMC_BOOK_PROFILE", "default")
     monkeypatch.setenv("MCMC_BOOK_STORE", "refresh")
 
-    def refresh(count, cache):
+    def refresh(count, cache, sizes=None):
         units = make_units(namespace["trial"], count=count, counter=str(counter))
-        return store.largest_scale("demo", "grid", units, store_dir=store_dir, cache=cache, jobs=1)
+        return store.largest_scale("demo", "grid", units, sizes=sizes, store_dir=store_dir, cache=cache, jobs=1)
 
     refresh(3, tmp_path / "cache-1")
     assert calls(counter) == 3
@@ -991,7 +991,7 @@ def test_a_default_store_refresh_computes_only_the_new_units(tmp_path, monkeypat
     record = store_dir.parent / "default" / "demo" / "grid.json"
     written = record.read_text()
     for cache in ("cache-2", "cache-4"):                        # all from the cache (warm, or carried into it)
-        again = refresh(5, tmp_path / cache)
+        again = refresh(5, tmp_path / cache, sizes={"other_experiments_reps": 9})   # a size these units ignore
         assert calls(counter) == 5 and record.read_text() == written      # left as it is: no new commit or date
         assert again.source == "store" and not again.code_changed
         assert_identical(again.values, grown.values)
