@@ -479,11 +479,11 @@ def _largest_scale(chapter, name, units, sizes, store_dir, same_units, read_reco
             carry_stored_units(own, units, run_options["checkpoint"], code, rerun, keys, before)
     elif _writes_own_store(profile):         # make default-store: rewrite the store, recompute what changed
         own = read_store(chapter, name, store_dir, profile)
+        if _refresh_would_only_restamp(own, units, code, run_options.get("cache")):
+            return _from_store(own, units, own_path, code)
         if own is not None:
             _carry(own, units, unit_runner.UnitCache(unit_runner.cache_directory(run_options.get("cache"))), code)
     results, stats = unit_runner.run_with_stats(units, **run_options)
-    if _only_provenance_would_change(profile, own, units, code, stats):
-        return _from_store(own, units, own_path, code)
     provenance = _provenance(units, stats, profile, code)
     written = (_write(own_path, provenance, units, results, stats, sizes) if _writes_own_store(profile)
                else None)
@@ -494,14 +494,13 @@ def _largest_scale(chapter, name, units, sizes, store_dir, same_units, read_reco
                              stats.unit_finished)
 
 
-def _only_provenance_would_change(profile, own, units, code, stats) -> bool:
-    """Whether ``make default-store`` took every unit of an experiment from the cache for a stored record
-    of exactly these units by unchanged code: rewriting it would change only its commit and date, so it
-    is left as it is, its provenance and sizes those of the run that computed it (a default build reads
-    the sizes of paper-profile records only). With the cache off the units are computed again, and the
-    record rewritten."""
-    return (profile == "default" and stats.n_cached == stats.n_units
-            and _current_record(own, units, code) is not None)
+def _refresh_would_only_restamp(own, units, code, cache) -> bool:
+    """Whether ``make default-store`` would take every unit of a stored record from the cache (the record
+    holds exactly these units by unchanged code, and the cache is on, so ``_carry`` would put them all
+    there): rewriting it would change only its commit and date, so it is left as it is, its provenance
+    and sizes those of the run that computed it (a default build reads the sizes of paper-profile
+    records only). With the cache off the units are computed again, and the record rewritten."""
+    return unit_runner.cache_directory(cache) is not None and _current_record(own, units, code) is not None
 
 
 def carry_stored_units(record, units, checkpoint, code=None, skip_remeasured: bool = False, keys=None,
