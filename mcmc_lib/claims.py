@@ -363,7 +363,8 @@ class ClaimsRegistry:
         A claim that is not reproduced needs ``cause`` (what was found, or "none found"; shown only for that
         outcome, so a chapter may pass it before it knows the outcome); ``note`` says
         anything else the reader needs (an inconclusive claim's note gets how many replicates would
-        decide it, computed from the observed spread). ``planned``: the number of replicates fixed before
+        decide it, computed from the observed spread; once every planned replicate has run, as a new set of
+        repeats). ``planned``: the number of replicates fixed before
         the run to decide the claim; with fewer, the claim stays inconclusive (deciding at whichever count
         first clears the threshold would bias the verdict) and its note says how many remain and what the
         rule reads on those run so far. ``rule_at``: for a rule whose threshold moves with the number of
@@ -400,8 +401,14 @@ class ClaimsRegistry:
         if claim.outcome == INCONCLUSIVE and not pending:
             needed = rule.replicates_to_decide(estimate, rule_at)
             moving = ", the band narrowing with them as the rule states" if rule_at is not None else ""
-            parts.append(f"About {needed} replicates at this spread would decide it{moving}." if needed else
-                         "More replicates or longer runs would decide it.")
+            decides = (f"About {needed} replicates at this spread would decide it{moving}" if needed else
+                       "More replicates or longer runs would decide it")
+            if planned is not None:
+                # every planned replicate has run; growing the count until the interval clears the threshold
+                # would bias the verdict, so what decides it is a new set with its count fixed in advance
+                decides = (f"Still undecided at the {planned} replicates fixed before the run. {decides}, as a new "
+                           "set of repeats whose count is fixed before they run")
+            parts.append(decides + ".")
         claim.note = " ".join(parts)
         del self._declared[id]
         self.claims.append(claim)

@@ -130,6 +130,12 @@ def test_a_claim_with_planned_replicates_waits_for_all_of_them(tmp_path):
     full = Estimate.from_replicates(with_mean_and_sd(1.5, 0.1, 25))
     assert registry.decide("done", full, planned=25) == claims.REPRODUCED
     assert "fixed before the run" not in registry.claims[1].note
+    registry.declare("undecided", statement="s", source="Table 1", published="1.5", rule=rule)
+    straddling = Estimate.from_replicates(with_mean_and_sd(1.02, 0.2, 25))
+    assert registry.decide("undecided", straddling, planned=25) == claims.INCONCLUSIVE
+    note = registry.claims[2].note           # all planned ones ran: a new set decides, not a longer one
+    assert note.startswith("Still undecided at the 25 replicates fixed before the run. About ")
+    assert note.endswith("would decide it, as a new set of repeats whose count is fixed before they run.")
     registry.declare("bad", statement="s", source="Table 1", published="1.5", rule=rule)
     for bad in (18, 2.5, True, "25"):         # a refused call leaves the claim declared
         with pytest.raises(ValueError, match="planned"):
