@@ -115,3 +115,89 @@ def test_network_floors_are_the_products_their_gradients_make():
     _, exps = bench.exp_floor_kernel(network, theta, rng)()
     assert [e.shape for e in exps] == [(15, 2 * 4), (15, 2 * 3)]
     assert np.all(np.abs(theta) < 1) and theta.shape == (2, network.dim)   # small weights, as the chapters start
+
+
+PILOT_CHAPTER = '''---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+    format_version: 0.13
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+
+```{code-cell} ipython3
+import time
+from mcmc_lib.store import Experiments
+from mcmc_lib.units import Unit
+
+STORED = Experiments("pilot-demo", ("fit", "reps", "later"), {})
+experiment = STORED.values
+
+
+def fit_unit(seed, x):
+    return {"x": x}
+
+
+def rep_unit(seed, name):
+    time.sleep(0.2 if name == "slow" else 0.0)
+    return {"name": name}
+```
+
+```{code-cell} ipython3
+(fit,) = experiment("fit", [Unit(fit_unit, {"x": 3}, seed=[0])])
+```
+
+```{code-cell} ipython3
+reps = experiment("reps", [Unit(rep_unit, {"name": name}, seed=[1, i, r])
+                           for i, name in enumerate(("fast", "slow")) for r in range(3)])
+```
+
+```{code-cell} ipython3
+later = experiment("later", [Unit(fit_unit, {"x": fit["x"] + k}, seed=[2, k]) for k in range(4)])
+```
+
+```{code-cell} ipython3
+after = experiment("after", [Unit(fit_unit, {"x": len(reps)}, seed=[3])])
+```
+'''
+
+
+def _load_pilot():
+    spec = importlib.util.spec_from_file_location("paper_pilot", SCRIPT.parent / "paper_pilot.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_paper_pilot_runs_whole_samples_one_unit_per_parameter_set_and_counts_the_rest(tmp_path, monkeypatch):
+    """The pilot runs the experiments named whole (later cells use their results), one unit of each
+    distinct parameter set of the sampled ones, counts the others without running them, and goes on
+    past the cells it stops; its projection scales each sampled unit by the units it stands for."""
+    import json
+
+    pilot = _load_pilot()
+    chapter = tmp_path / "demo.md"
+    chapter.write_text(PILOT_CHAPTER)
+    monkeypatch.setenv("MCMC_BOOK_JOBS", "1")
+    out = tmp_path / "pilot.json"
+    stopped = pilot.execute(chapter, str(out), {"fit"}, {"reps"}, str(tmp_path / "cache"))
+    report = json.loads(out.read_text())
+    experiments = report["experiments"]
+    assert stopped == 2                                   # "reps" sampled, "later" counted; "after" needs reps
+    assert list(experiments) == ["fit", "reps", "later"]
+    assert experiments["fit"]["mode"] == "run" and experiments["fit"]["n_units"] == 1
+    assert [s["params"]["name"] for s in experiments["reps"]["sampled"]] == ["fast", "slow"]
+    assert [s["stands_for"] for s in experiments["reps"]["sampled"]] == [3, 3]
+    assert experiments["later"] == {"n_units": 4, "mode": "counted"}   # fit's result reached it
+    assert report["profile"] == "paper" and report["machine"]["cores"] >= 1
+    rows = {row["experiment"]: row for row in pilot.projection(report)}
+    slow = experiments["reps"]["sampled"][1]["cpu_seconds"]
+    assert slow < 0.1                                     # sleeping costs no CPU time: the projection counts CPU
+    fast_and_slow = sum(s["cpu_seconds"] for s in experiments["reps"]["sampled"])
+    assert rows["reps"]["cpu_hours"] == pytest.approx(3 * fast_and_slow / 3600)
+    assert rows["reps"]["wall_2_hours"] >= rows["reps"]["wall_16_hours"] > 0
+    assert "cpu_hours" not in rows["later"]

@@ -1,0 +1,187 @@
+"""Measure a sample of a chapter's paper-profile units, for a run too long to make here.
+
+mamba's paper run is hundreds of CPU-hours; what it would cost on more cores is projected from unit
+times, and this measures some of them at the paper's scale on this machine. It executes the chapter at
+``MCMC_BOOK_PROFILE=paper`` with the chapter's ``experiment`` replaced, so that each experiment is
+    run whole          (``--run``: small ones that later cells need, e.g. a MAP fit),
+    sampled            (``--sample``: the first unit of each distinct parameter set, i.e. one replicate
+                        of each sampler, run on the local cores as a paper run would),
+    or only counted    (every other experiment: its number of units, nothing run),
+and the cell stops there: later cells that need the missing results fail, and execution goes on (so an
+experiment whose unit list needs results that were not computed is not counted either; the page says
+which). Nothing is written to the stores; finished units go to the unit cache, so a pilot stopped
+part-way resumes. The JSON written to ``--out`` holds, per experiment, the number of units and each
+sampled unit's seconds and CPU seconds, with the machine, commit and date.
+
+    python benchmarks/paper_pilot.py mamba --run nn-map pmf-map --sample pmf nn nn-small-grid \\
+        --out benchmarks/results/mamba_paper_pilot.json
+    python benchmarks/paper_pilot.py --project benchmarks/results/mamba_paper_pilot.json
+"""
+import argparse
+import datetime
+import json
+import os
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+class PilotStop(Exception):
+    """Raised where the chapter would use an experiment's results that the pilot did not compute."""
+
+
+def first_of_each(units) -> dict[int, int]:
+    """{index of the first unit of each distinct (function, parameters): how many units share them}: one
+    replicate of each sampler, and how many replicates it stands for."""
+    from mcmc_lib import units as unit_runner
+
+    first, counts = {}, {}
+    for i, unit in enumerate(units):
+        key = json.dumps([unit_runner.function_name(unit.fn), unit_runner.encode(unit.params, "params")],
+                         sort_keys=True)
+        first.setdefault(key, i)
+        counts[key] = counts.get(key, 0) + 1
+    return {first[key]: counts[key] for key in first}
+
+
+def install(out_path: str, run_whole, sampled, cache) -> None:
+    """Replace ``Experiments.values`` (what a chapter's ``experiment`` is) by the pilot's; called in the
+    chapter's kernel before its first cell."""
+    from mcmc_lib import store
+    from mcmc_lib import units as unit_runner
+
+    out = Path(out_path)
+    report = json.loads(out.read_text()) if out.exists() else {"experiments": {}}
+    report.update(pilot_provenance())
+
+    def save():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=1) + "\n")
+
+    def values(self, name, units, label=None, **_):
+        units = list(units)
+        entry = report["experiments"].setdefault(name, {})
+        entry["n_units"] = len(units)
+        if name not in run_whole and name not in sampled:
+            entry["mode"] = "counted"
+            save()
+            raise PilotStop(f"{name}: counted ({len(units)} units), not run")
+        chosen = dict.fromkeys(range(len(units)), 1) if name in run_whole else first_of_each(units)
+        results, stats = unit_runner.run_with_stats([units[i] for i in chosen], label=f"pilot {name}", cache=cache)
+        entry["mode"] = "run" if name in run_whole else "sampled"
+        entry["sampled"] = [{"index": i, "params": unit_runner.encode(units[i].params, "params"),
+                             "seed": unit_runner.canonical_seed(units[i].seed), "seconds": stats.unit_seconds[k],
+                             "cpu_seconds": stats.unit_cpu_seconds[k], "stands_for": chosen[i]}
+                            for k, i in enumerate(chosen)]
+        save()
+        if name in run_whole:
+            return results
+        raise PilotStop(f"{name}: {len(chosen)} of {len(units)} units sampled")
+
+    store.Experiments.values = values
+    store.Experiments.wall_seconds = lambda self, name: float("nan")
+    store.Experiments.show_provenance = lambda self, *names: None
+    save()
+
+
+def pilot_provenance() -> dict:
+    from mcmc_lib import store
+
+    commit, dirty = store.git_commit()
+    return {"commit": commit, "uncommitted_changes": dirty, "machine": store.machine(),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "profile": os.environ.get("MCMC_BOOK_PROFILE")}
+
+
+def execute(chapter: Path, out: str, run_whole, sampled, cache) -> int:
+    """Execute a chapter (book/<name>.md) at the paper profile with the pilot installed, going on past
+    errors; returns how many cells stopped at an experiment the pilot did not compute."""
+    import jupytext
+    import nbformat
+    from nbclient import NotebookClient
+
+    from mcmc_lib import portable
+
+    notebook = jupytext.read(chapter)
+    setup = (f"import sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); import paper_pilot\n"
+             f"paper_pilot.install({str(Path(out).resolve())!r}, {sorted(run_whole)!r}, {sorted(sampled)!r}, "
+             f"{cache!r})")
+    notebook.cells.insert(0, nbformat.v4.new_code_cell(setup))
+    client = NotebookClient(notebook, timeout=None, kernel_name="python3", allow_errors=True,
+                            resources={"metadata": {"path": str(chapter.parent)}})
+    saved = dict(os.environ)             # the kernel inherits these; this process keeps its own
+    try:
+        os.environ["MCMC_BOOK_PROFILE"] = "paper"
+        portable.apply()                 # the paper runs' floating point, BLAS on one thread (as make does)
+        client.execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    stopped = [i for i, cell in enumerate(notebook.cells) if cell.cell_type == "code"
+               and any(o.get("output_type") == "error" and o.get("ename") == "PilotStop" for o in cell.outputs)]
+    print(f"{chapter.stem}: executed; {len(stopped)} cells stopped at an experiment the pilot did not compute")
+    return len(stopped)
+
+
+def projection(report: dict) -> list[dict]:
+    """Per experiment of a pilot's report: its units, and for the timed ones each sampled unit's CPU time
+    standing for the units with its parameters: CPU-hours of all of them, the longest, and the wall time
+    on 2, 16 and 64 workers (``mcmc_lib.store.projected_wall_seconds``)."""
+    from mcmc_lib import store
+
+    rows = []
+    for name, entry in report["experiments"].items():
+        row = {"experiment": name, "units": entry["n_units"], "mode": entry["mode"]}
+        sampled = entry.get("sampled", [])
+        if sampled:
+            share = entry["n_units"] / len(sampled)            # pilots that did not record stands_for
+            seconds = [t for s in sampled for t in [store.unit_compute_seconds(s)] * round(s.get("stands_for", share))]
+            row.update(sampled=len(sampled), unit_minutes=[store.unit_compute_seconds(s) / 60 for s in sampled],
+                       cpu_hours=sum(seconds) / 3600, longest_minutes=max(seconds) / 60,
+                       **{f"wall_{w}_hours": store.projected_wall_seconds(seconds, w) / 3600
+                          for w in store.WORKER_COUNTS})
+        rows.append(row)
+    return rows
+
+
+def project(path: str) -> None:
+    """Print ``projection`` of the pilot's JSON at ``path``."""
+    report = json.loads(Path(path).read_text())
+    print(f"pilot of {report['commit']} on {report['machine']['cpu']} ({report['date']}), profile "
+          f"{report['profile']}")
+    rows = projection(report)
+    for row in rows:
+        if "cpu_hours" not in row:
+            print(f"  {row['experiment']:14s} {row['units']:4d} units  {row['mode']}, not timed")
+            continue
+        minutes = row["unit_minutes"]
+        print(f"  {row['experiment']:14s} {row['units']:4d} units  {row['mode']} ({row['sampled']}): "
+              f"{min(minutes):.1f}-{max(minutes):.1f} CPU-min a unit, {row['cpu_hours']:.2f} CPU-h; wall "
+              + ", ".join(f"{row[f'wall_{w}_hours']:.2f} h on {w}" for w in (2, 16, 64)))
+    timed = [row for row in rows if "cpu_hours" in row]
+    print(f"  timed experiments: {sum(row['units'] for row in timed)} units, "
+          f"{sum(row['cpu_hours'] for row in timed):.1f} CPU-h")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("chapter", nargs="?")
+    parser.add_argument("--run", nargs="*", default=[], help="experiments to run whole")
+    parser.add_argument("--sample", nargs="*", default=[], help="experiments to sample (one unit per sampler)")
+    parser.add_argument("--out", default=None, help="the pilot's JSON")
+    parser.add_argument("--cache", default=None, help="unit cache directory (default: MCMC_BOOK_CACHE)")
+    parser.add_argument("--project", metavar="JSON", help="print the projection from a pilot's JSON")
+    args = parser.parse_args()
+    if args.project:
+        project(args.project)
+    elif not args.chapter or not args.out:
+        parser.error("give a chapter and --out (or --project JSON)")
+    else:
+        execute(ROOT / "book" / f"{args.chapter}.md", args.out, set(args.run), set(args.sample), args.cache)
+
+
+if __name__ == "__main__":
+    main()
