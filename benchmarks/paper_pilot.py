@@ -13,7 +13,8 @@ which). Nothing is written to the stores; finished units go to the unit cache, s
 part-way resumes. The JSON written to ``--out`` holds, per experiment, the number of units and each
 sampled unit's seconds and CPU seconds, with the machine, commit and date.
 
-    python benchmarks/paper_pilot.py mamba --run nn-map pmf-map --sample pmf nn nn-small-grid \\
+    python benchmarks/paper_pilot.py mamba --run pmf-map nn-map --sample pmf nn nn-small-grid \\
+        --like nn:sgld-cv=sgld nn:sghmc-cv=sghmc nn:sgnht=sgld nn:sgnht-cv=sgld \\
         --out benchmarks/results/mamba_paper_pilot.json
     python benchmarks/paper_pilot.py --project benchmarks/results/mamba_paper_pilot.json
 """
@@ -33,29 +34,33 @@ class PilotStop(Exception):
     """Raised where the chapter would use an experiment's results that the pilot did not compute."""
 
 
-def first_of_each(units) -> dict[int, int]:
+def first_of_each(units, like=None) -> dict[int, int]:
     """{index of the first unit of each distinct (function, parameters): how many units share them}: one
-    replicate of each sampler, and how many replicates it stands for."""
+    replicate of each sampler, and how many replicates it stands for. ``like`` ({sampler: sampler})
+    lets one sampler's unit stand for another's too (a unit's ``name`` parameter is read through it)."""
     from mcmc_lib import units as unit_runner
 
+    like = like or {}
     first, counts = {}, {}
     for i, unit in enumerate(units):
-        key = json.dumps([unit_runner.function_name(unit.fn), unit_runner.encode(unit.params, "params")],
-                         sort_keys=True)
+        params = dict(unit.params)
+        if params.get("name") in like:
+            params["name"] = like[params["name"]]
+        key = json.dumps([unit_runner.function_name(unit.fn), unit_runner.encode(params, "params")], sort_keys=True)
         first.setdefault(key, i)
         counts[key] = counts.get(key, 0) + 1
     return {first[key]: counts[key] for key in first}
 
 
-def install(out_path: str, run_whole, sampled, cache) -> None:
+def install(out_path: str, run_whole, sampled, cache, like=None) -> None:
     """Replace ``Experiments.values`` (what a chapter's ``experiment`` is) by the pilot's; called in the
-    chapter's kernel before its first cell."""
+    chapter's kernel before its first cell. ``like``: {experiment: {sampler: sampler}} (``first_of_each``)."""
     from mcmc_lib import store
     from mcmc_lib import units as unit_runner
 
     out = Path(out_path)
     report = json.loads(out.read_text()) if out.exists() else {"experiments": {}}
-    report.update(pilot_provenance())
+    report.update(pilot_provenance(), like=like or {})
 
     def save():
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -69,7 +74,7 @@ def install(out_path: str, run_whole, sampled, cache) -> None:
             entry["mode"] = "counted"
             save()
             raise PilotStop(f"{name}: counted ({len(units)} units), not run")
-        chosen = dict.fromkeys(range(len(units)), 1) if name in run_whole else first_of_each(units)
+        chosen = dict.fromkeys(range(len(units)), 1) if name in run_whole else first_of_each(units, (like or {}).get(name))
         results, stats = unit_runner.run_with_stats([units[i] for i in chosen], label=f"pilot {name}", cache=cache)
         entry["mode"] = "run" if name in run_whole else "sampled"
         entry["sampled"] = [{"index": i, "params": unit_runner.encode(units[i].params, "params"),
@@ -96,7 +101,7 @@ def pilot_provenance() -> dict:
             "profile": os.environ.get("MCMC_BOOK_PROFILE")}
 
 
-def execute(chapter: Path, out: str, run_whole, sampled, cache) -> int:
+def execute(chapter: Path, out: str, run_whole, sampled, cache, like=None) -> int:
     """Execute a chapter (book/<name>.md) at the paper profile with the pilot installed, going on past
     errors; returns how many cells stopped at an experiment the pilot did not compute."""
     import jupytext
@@ -108,7 +113,7 @@ def execute(chapter: Path, out: str, run_whole, sampled, cache) -> int:
     notebook = jupytext.read(chapter)
     setup = (f"import sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); import paper_pilot\n"
              f"paper_pilot.install({str(Path(out).resolve())!r}, {sorted(run_whole)!r}, {sorted(sampled)!r}, "
-             f"{cache!r})")
+             f"{cache!r}, {like or {}!r})")
     notebook.cells.insert(0, nbformat.v4.new_code_cell(setup))
     client = NotebookClient(notebook, timeout=None, kernel_name="python3", allow_errors=True,
                             resources={"metadata": {"path": str(chapter.parent)}})
@@ -171,6 +176,9 @@ def main() -> None:
     parser.add_argument("chapter", nargs="?")
     parser.add_argument("--run", nargs="*", default=[], help="experiments to run whole")
     parser.add_argument("--sample", nargs="*", default=[], help="experiments to sample (one unit per sampler)")
+    parser.add_argument("--like", nargs="*", default=[], metavar="EXPERIMENT:SAMPLER=SAMPLER",
+                        help="in a sampled experiment, let the second sampler's unit stand for the first's "
+                             "too (nn:sgld-cv=sgld)")
     parser.add_argument("--out", default=None, help="the pilot's JSON")
     parser.add_argument("--cache", default=None, help="unit cache directory (default: MCMC_BOOK_CACHE)")
     parser.add_argument("--project", metavar="JSON", help="print the projection from a pilot's JSON")
@@ -180,7 +188,14 @@ def main() -> None:
     elif not args.chapter or not args.out:
         parser.error("give a chapter and --out (or --project JSON)")
     else:
-        execute(ROOT / "book" / f"{args.chapter}.md", args.out, set(args.run), set(args.sample), args.cache)
+        like = {}
+        for entry in args.like:
+            experiment, _, pair = entry.partition(":")
+            sampler, _, standing_in = pair.partition("=")
+            if not (experiment and sampler and standing_in):
+                parser.error(f"--like takes EXPERIMENT:SAMPLER=SAMPLER, got {entry!r}")
+            like.setdefault(experiment, {})[sampler] = standing_in
+        execute(ROOT / "book" / f"{args.chapter}.md", args.out, set(args.run), set(args.sample), args.cache, like)
 
 
 if __name__ == "__main__":

@@ -153,7 +153,7 @@ def rep_unit(seed, name):
 
 ```{code-cell} ipython3
 reps = experiment("reps", [Unit(rep_unit, {"name": name}, seed=[1, i, r])
-                           for i, name in enumerate(("fast", "slow")) for r in range(3)])
+                           for i, name in enumerate(("fast", "slow", "fast-too")) for r in range(3)])
 ```
 
 ```{code-cell} ipython3
@@ -184,20 +184,20 @@ def test_paper_pilot_runs_whole_samples_one_unit_per_parameter_set_and_counts_th
     chapter.write_text(PILOT_CHAPTER)
     monkeypatch.setenv("MCMC_BOOK_JOBS", "1")
     out = tmp_path / "pilot.json"
-    stopped = pilot.execute(chapter, str(out), {"fit"}, {"reps"}, str(tmp_path / "cache"))
+    stopped = pilot.execute(chapter, str(out), {"fit"}, {"reps"}, str(tmp_path / "cache"),
+                            {"reps": {"fast-too": "fast"}})
     report = json.loads(out.read_text())
     experiments = report["experiments"]
     assert stopped == 2                                   # "reps" sampled, "later" counted; "after" needs reps
     assert list(experiments) == ["fit", "reps", "later"]
     assert experiments["fit"]["mode"] == "run" and experiments["fit"]["n_units"] == 1
     assert [s["params"]["name"] for s in experiments["reps"]["sampled"]] == ["fast", "slow"]
-    assert [s["stands_for"] for s in experiments["reps"]["sampled"]] == [3, 3]
+    assert [s["stands_for"] for s in experiments["reps"]["sampled"]] == [6, 3]     # fast for fast-too too
     assert experiments["later"] == {"n_units": 4, "mode": "counted"}   # fit's result reached it
-    assert report["profile"] == "paper" and report["machine"]["cores"] >= 1
+    assert report["profile"] == "paper" and report["like"] == {"reps": {"fast-too": "fast"}}
     rows = {row["experiment"]: row for row in pilot.projection(report)}
-    slow = experiments["reps"]["sampled"][1]["cpu_seconds"]
+    fast, slow = (s["cpu_seconds"] for s in experiments["reps"]["sampled"])
+    assert rows["reps"]["cpu_hours"] == pytest.approx((6 * fast + 3 * slow) / 3600)
     assert slow < 0.1                                     # sleeping costs no CPU time: the projection counts CPU
-    fast_and_slow = sum(s["cpu_seconds"] for s in experiments["reps"]["sampled"])
-    assert rows["reps"]["cpu_hours"] == pytest.approx(3 * fast_and_slow / 3600)
     assert rows["reps"]["wall_2_hours"] >= rows["reps"]["wall_16_hours"] > 0
     assert "cpu_hours" not in rows["later"]
