@@ -16,7 +16,7 @@ sampled unit's seconds and CPU seconds, with the machine, commit and date.
     python benchmarks/paper_pilot.py mamba --run pmf-map nn-map --sample pmf nn nn-small-grid \\
         --like nn:sgld-cv=sgld nn:sghmc-cv=sghmc nn:sgnht=sgld nn:sgnht-cv=sgld \\
         --out benchmarks/results/mamba_paper_pilot.json
-    python benchmarks/paper_pilot.py --project benchmarks/results/mamba_paper_pilot.json
+    python benchmarks/paper_pilot.py --project benchmarks/results/mamba_paper_pilot.json [more pilots' JSON]
 """
 import argparse
 import datetime
@@ -152,11 +152,25 @@ def projection(report: dict) -> list[dict]:
     return rows
 
 
-def project(path: str) -> None:
-    """Print ``projection`` of the pilot's JSON at ``path``."""
-    report = json.loads(Path(path).read_text())
-    print(f"pilot of {report['commit']} on {report['machine']['cpu']} ({report['date']}), profile "
-          f"{report['profile']}")
+def merged(paths) -> dict:
+    """The reports of several pilots of one chapter as one (an experiment measured by a later one
+    replaces an earlier one's entry; one that only counted does not replace a measured one)."""
+    report = {"experiments": {}, "pilots": []}
+    for path in paths:
+        part = json.loads(Path(path).read_text())
+        report["pilots"].append({key: value for key, value in part.items() if key != "experiments"})
+        for name, entry in part["experiments"].items():
+            if entry["mode"] != "counted" or name not in report["experiments"]:
+                report["experiments"][name] = entry
+    return report
+
+
+def project(paths) -> None:
+    """Print ``projection`` of the pilots' JSON files at ``paths`` (``merged``)."""
+    report = merged(paths)
+    for pilot in report["pilots"]:
+        print(f"pilot of {pilot['commit']} on {pilot['machine']['cpu']} ({pilot['date']}), profile "
+              f"{pilot['profile']}, samplers standing for others: {pilot.get('like') or 'none'}")
     rows = projection(report)
     for row in rows:
         if "cpu_hours" not in row:
@@ -181,7 +195,7 @@ def main() -> None:
                              "too (nn:sgld-cv=sgld)")
     parser.add_argument("--out", default=None, help="the pilot's JSON")
     parser.add_argument("--cache", default=None, help="unit cache directory (default: MCMC_BOOK_CACHE)")
-    parser.add_argument("--project", metavar="JSON", help="print the projection from a pilot's JSON")
+    parser.add_argument("--project", nargs="+", metavar="JSON", help="print the projection from pilots' JSON")
     args = parser.parse_args()
     if args.project:
         project(args.project)

@@ -201,3 +201,22 @@ def test_paper_pilot_runs_whole_samples_one_unit_per_parameter_set_and_counts_th
     assert slow < 0.1                                     # sleeping costs no CPU time: the projection counts CPU
     assert rows["reps"]["wall_2_hours"] >= rows["reps"]["wall_16_hours"] > 0
     assert "cpu_hours" not in rows["later"]
+
+
+def test_pilots_merge_a_measured_experiment_over_one_only_counted(tmp_path):
+    import json
+
+    pilot = _load_pilot()
+    sampled = {"n_units": 4, "mode": "sampled", "sampled": [{"seconds": 2.0, "cpu_seconds": 1.5, "stands_for": 4}]}
+    first = {"commit": "a", "experiments": {"x": sampled, "y": {"n_units": 2, "mode": "counted"}}}
+    second = {"commit": "b", "experiments": {"x": {"n_units": 4, "mode": "counted"},
+                                             "y": {**sampled, "n_units": 2}}}
+    paths = []
+    for k, report in enumerate((first, second)):
+        paths.append(tmp_path / f"{k}.json")
+        paths[-1].write_text(json.dumps(report))
+    report = pilot.merged(paths)
+    assert report["experiments"]["x"] == sampled and report["experiments"]["y"]["mode"] == "sampled"
+    assert [p["commit"] for p in report["pilots"]] == ["a", "b"]
+    rows = {row["experiment"]: row for row in pilot.projection(report)}
+    assert rows["x"]["cpu_hours"] == pytest.approx(4 * 1.5 / 3600)      # CPU time, not the wall time
