@@ -52,15 +52,25 @@ def first_of_each(units, like=None) -> dict[int, int]:
     return {first[key]: counts[key] for key in first}
 
 
-def install(out_path: str, run_whole, sampled, cache, like=None) -> None:
+def sample_of(units, like=None, part=(1, 1)) -> dict[int, int]:
+    """``first_of_each``, only the k-th of every n of them for ``part`` (k, n)."""
+    k, n = part
+    if not 1 <= k <= n:
+        raise ValueError(f"part must be (k, n) with 1 <= k <= n, got {part!r}")
+    groups = list(first_of_each(units, like).items())
+    return dict(groups[k - 1::n])
+
+
+def install(out_path: str, run_whole, sampled, cache, like=None, part=(1, 1)) -> None:
     """Replace ``Experiments.values`` (what a chapter's ``experiment`` is) by the pilot's; called in the
-    chapter's kernel before its first cell. ``like``: {experiment: {sampler: sampler}} (``first_of_each``)."""
+    chapter's kernel before its first cell. ``like``: {experiment: {sampler: sampler}} (``first_of_each``);
+    ``part`` (k, n): sample only the k-th of every n parameter sets, so that n pilots share the work."""
     from mcmc_lib import store
     from mcmc_lib import units as unit_runner
 
     out = Path(out_path)
     report = json.loads(out.read_text()) if out.exists() else {"experiments": {}}
-    report.update(pilot_provenance(), like=like or {})
+    report.update(pilot_provenance(), like=like or {}, part=list(part))
 
     def save():
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -74,7 +84,8 @@ def install(out_path: str, run_whole, sampled, cache, like=None) -> None:
             entry["mode"] = "counted"
             save()
             raise PilotStop(f"{name}: counted ({len(units)} units), not run")
-        chosen = dict.fromkeys(range(len(units)), 1) if name in run_whole else first_of_each(units, (like or {}).get(name))
+        chosen = (dict.fromkeys(range(len(units)), 1) if name in run_whole
+                  else sample_of(units, (like or {}).get(name), part))
         results, stats = unit_runner.run_with_stats([units[i] for i in chosen], label=f"pilot {name}", cache=cache)
         entry["mode"] = "run" if name in run_whole else "sampled"
         entry["sampled"] = [{"index": i, "params": unit_runner.encode(units[i].params, "params"),
@@ -101,7 +112,7 @@ def pilot_provenance() -> dict:
             "profile": os.environ.get("MCMC_BOOK_PROFILE")}
 
 
-def execute(chapter: Path, out: str, run_whole, sampled, cache, like=None) -> int:
+def execute(chapter: Path, out: str, run_whole, sampled, cache, like=None, part=(1, 1)) -> int:
     """Execute a chapter (book/<name>.md) at the paper profile with the pilot installed, going on past
     errors; returns how many cells stopped at an experiment the pilot did not compute."""
     import jupytext
@@ -113,7 +124,7 @@ def execute(chapter: Path, out: str, run_whole, sampled, cache, like=None) -> in
     notebook = jupytext.read(chapter)
     setup = (f"import sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); import paper_pilot\n"
              f"paper_pilot.install({str(Path(out).resolve())!r}, {sorted(run_whole)!r}, {sorted(sampled)!r}, "
-             f"{cache!r}, {like or {}!r})")
+             f"{cache!r}, {like or {}!r}, {tuple(part)!r})")
     notebook.cells.insert(0, nbformat.v4.new_code_cell(setup))
     client = NotebookClient(notebook, timeout=None, kernel_name="python3", allow_errors=True,
                             resources={"metadata": {"path": str(chapter.parent)}})
@@ -153,14 +164,20 @@ def projection(report: dict) -> list[dict]:
 
 
 def merged(paths) -> dict:
-    """The reports of several pilots of one chapter as one (an experiment measured by a later one
-    replaces an earlier one's entry; one that only counted does not replace a measured one)."""
+    """The reports of several pilots of one chapter as one: the sampled units of an experiment that
+    several sampled (``--part``) together; else a later pilot's entry replaces an earlier one's, except
+    that one only counted does not replace one measured."""
     report = {"experiments": {}, "pilots": []}
     for path in paths:
-        part = json.loads(Path(path).read_text())
-        report["pilots"].append({key: value for key, value in part.items() if key != "experiments"})
-        for name, entry in part["experiments"].items():
-            if entry["mode"] != "counted" or name not in report["experiments"]:
+        one = json.loads(Path(path).read_text())
+        report["pilots"].append({key: value for key, value in one.items() if key != "experiments"})
+        for name, entry in one["experiments"].items():
+            known = report["experiments"].get(name)
+            if known is not None and known["mode"] == entry["mode"] == "sampled":   # parts of one sample
+                indices = {s["index"] for s in entry["sampled"]}
+                entry = {**entry, "sampled": sorted([s for s in known["sampled"] if s["index"] not in indices]
+                                                    + entry["sampled"], key=lambda s: s["index"])}
+            if entry["mode"] != "counted" or known is None:
                 report["experiments"][name] = entry
     return report
 
@@ -193,6 +210,8 @@ def main() -> None:
     parser.add_argument("--like", nargs="*", default=[], metavar="EXPERIMENT:SAMPLER=SAMPLER",
                         help="in a sampled experiment, let the second sampler's unit stand for the first's "
                              "too (nn:sgld-cv=sgld)")
+    parser.add_argument("--part", default="1/1", metavar="K/N",
+                        help="sample only the K-th of every N parameter sets (N pilots side by side)")
     parser.add_argument("--out", default=None, help="the pilot's JSON")
     parser.add_argument("--cache", default=None, help="unit cache directory (default: MCMC_BOOK_CACHE)")
     parser.add_argument("--project", nargs="+", metavar="JSON", help="print the projection from pilots' JSON")
@@ -209,7 +228,11 @@ def main() -> None:
             if not (experiment and sampler and standing_in):
                 parser.error(f"--like takes EXPERIMENT:SAMPLER=SAMPLER, got {entry!r}")
             like.setdefault(experiment, {})[sampler] = standing_in
-        execute(ROOT / "book" / f"{args.chapter}.md", args.out, set(args.run), set(args.sample), args.cache, like)
+        k, _, n = args.part.partition("/")
+        if not (k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+            parser.error(f"--part takes K/N with 1 <= K <= N, got {args.part!r}")
+        execute(ROOT / "book" / f"{args.chapter}.md", args.out, set(args.run), set(args.sample), args.cache, like,
+                (int(k), int(n)))
 
 
 if __name__ == "__main__":

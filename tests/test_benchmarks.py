@@ -203,14 +203,18 @@ def test_paper_pilot_runs_whole_samples_one_unit_per_parameter_set_and_counts_th
     assert "cpu_hours" not in rows["later"]
 
 
-def test_pilots_merge_a_measured_experiment_over_one_only_counted(tmp_path):
+def test_pilots_merge_a_measured_experiment_over_one_only_counted_and_parts_of_one_sample(tmp_path):
     import json
 
     pilot = _load_pilot()
-    sampled = {"n_units": 4, "mode": "sampled", "sampled": [{"seconds": 2.0, "cpu_seconds": 1.5, "stands_for": 4}]}
-    first = {"commit": "a", "experiments": {"x": sampled, "y": {"n_units": 2, "mode": "counted"}}}
+    unit = {"index": 0, "seconds": 2.0, "cpu_seconds": 1.5, "stands_for": 4}
+    sampled = {"n_units": 4, "mode": "sampled", "sampled": [unit]}
+    first = {"commit": "a", "experiments": {"x": sampled, "y": {"n_units": 2, "mode": "counted"},
+                                            "z": {"n_units": 6, "mode": "sampled", "sampled": [{**unit, "stands_for": 3}]}}}
     second = {"commit": "b", "experiments": {"x": {"n_units": 4, "mode": "counted"},
-                                             "y": {**sampled, "n_units": 2}}}
+                                             "y": {**sampled, "n_units": 2},
+                                             "z": {"n_units": 6, "mode": "sampled",
+                                                   "sampled": [{**unit, "index": 3, "cpu_seconds": 3.0, "stands_for": 3}]}}}
     paths = []
     for k, report in enumerate((first, second)):
         paths.append(tmp_path / f"{k}.json")
@@ -220,3 +224,21 @@ def test_pilots_merge_a_measured_experiment_over_one_only_counted(tmp_path):
     assert [p["commit"] for p in report["pilots"]] == ["a", "b"]
     rows = {row["experiment"]: row for row in pilot.projection(report)}
     assert rows["x"]["cpu_hours"] == pytest.approx(4 * 1.5 / 3600)      # CPU time, not the wall time
+    assert [s["index"] for s in report["experiments"]["z"]["sampled"]] == [0, 3]     # two --part pilots' halves
+    assert rows["z"]["cpu_hours"] == pytest.approx((3 * 1.5 + 3 * 3.0) / 3600)
+
+
+def test_a_pilot_part_samples_every_nth_parameter_set_and_like_merges_sets():
+    from mcmc_lib.units import Unit
+
+    pilot = _load_pilot()
+    units = [Unit(_fit_unit, {"name": name}, seed=[1, r]) for name in "abcd" for r in range(2)]
+    assert pilot.sample_of(units) == {0: 2, 2: 2, 4: 2, 6: 2}
+    assert pilot.sample_of(units, part=(2, 2)) == {2: 2, 6: 2}                 # b and d
+    assert pilot.sample_of(units, {"c": "a"}, part=(1, 2)) == {0: 4, 6: 2}     # a (for c too), then d
+    with pytest.raises(ValueError):
+        pilot.sample_of(units, part=(0, 2))
+
+
+def _fit_unit(seed, name):
+    return name
