@@ -121,7 +121,7 @@ def execute(chapter: Path, out: str, run_whole, sampled, cache, like=None, part=
 
     from mcmc_lib import portable
 
-    notebook = jupytext.read(chapter)
+    notebook = jupytext.read(chapter, fmt="md:myst")
     setup = (f"import sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); import paper_pilot\n"
              f"paper_pilot.install({str(Path(out).resolve())!r}, {sorted(run_whole)!r}, {sorted(sampled)!r}, "
              f"{cache!r}, {like or {}!r}, {tuple(part)!r})")

@@ -117,19 +117,7 @@ def test_network_floors_are_the_products_their_gradients_make():
     assert np.all(np.abs(theta) < 1) and theta.shape == (2, network.dim)   # small weights, as the chapters start
 
 
-PILOT_CHAPTER = '''---
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-    format_version: 0.13
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-
-```{code-cell} ipython3
+PILOT_CHAPTER = '''```{code-cell} ipython3
 import time
 from mcmc_lib.store import Experiments
 from mcmc_lib.units import Unit
