@@ -8,13 +8,13 @@ times, and this measures some of them at the paper's scale on this machine. It e
                         of each sampler, run on the local cores as a paper run would),
     or only counted    (every other experiment: its number of units, nothing run),
 and the cell stops there: later cells that need the missing results fail, and execution goes on (so an
-experiment whose unit list needs results that were not computed is not counted either; the page says
-which). Nothing is written to the stores; finished units go to the unit cache, so a pilot stopped
+experiment whose unit list needs results that were not computed is not counted either: the JSON has no
+entry for it). Nothing is written to the stores; finished units go to the unit cache, so a pilot stopped
 part-way resumes. The JSON written to ``--out`` holds, per experiment, the number of units and each
-sampled unit's seconds and CPU seconds, with the machine, commit and date.
+sampled unit's seconds, CPU seconds and when it finished, with the machine, commit and date.
 
-    python benchmarks/paper_pilot.py mamba --run pmf-map nn-map --sample pmf nn nn-small-grid \\
-        --like nn:sgld-cv=sgld nn:sghmc-cv=sghmc nn:sgnht=sgld nn:sgnht-cv=sgld \\
+    python benchmarks/paper_pilot.py mamba --run pmf-map nn-map --sample pmf nn \\
+        --like pmf:sghmc-cv=sghmc nn:sgld-cv=sgld nn:sgnht=sgld nn:sgnht-cv=sgld \\
         --out benchmarks/results/mamba_paper_pilot.json
     python benchmarks/paper_pilot.py --project benchmarks/results/mamba_paper_pilot.json [more pilots' JSON]
 """
@@ -22,7 +22,6 @@ import argparse
 import datetime
 import json
 import os
-import statistics
 import sys
 from pathlib import Path
 
@@ -90,7 +89,8 @@ def install(out_path: str, run_whole, sampled, cache, like=None, part=(1, 1)) ->
         entry["mode"] = "run" if name in run_whole else "sampled"
         entry["sampled"] = [{"index": i, "params": unit_runner.encode(units[i].params, "params"),
                              "seed": unit_runner.canonical_seed(units[i].seed), "seconds": stats.unit_seconds[k],
-                             "cpu_seconds": stats.unit_cpu_seconds[k], "stands_for": chosen[i]}
+                             "cpu_seconds": stats.unit_cpu_seconds[k], "finished": stats.unit_finished[k],
+                             "stands_for": chosen[i]}
                             for k, i in enumerate(chosen)]
         save()
         if name in run_whole:

@@ -181,6 +181,7 @@ def test_paper_pilot_runs_whole_samples_one_unit_per_parameter_set_and_counts_th
     assert experiments["fit"]["mode"] == "run" and experiments["fit"]["n_units"] == 1
     assert [s["params"]["name"] for s in experiments["reps"]["sampled"]] == ["fast", "slow"]
     assert [s["stands_for"] for s in experiments["reps"]["sampled"]] == [6, 3]     # fast for fast-too too
+    assert all(s["finished"].startswith("20") for s in experiments["reps"]["sampled"])  # when it was measured
     assert experiments["later"] == {"n_units": 4, "mode": "counted"}   # fit's result reached it
     assert report["profile"] == "paper" and report["like"] == {"reps": {"fast-too": "fast"}}
     rows = {row["experiment"]: row for row in pilot.projection(report)}
