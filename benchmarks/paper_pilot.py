@@ -37,6 +37,7 @@ def first_of_each(units, like=None) -> dict[int, int]:
     """{index of the first unit of each distinct (function, parameters): how many units share them}: one
     replicate of each sampler, and how many replicates it stands for. ``like`` ({sampler: sampler})
     lets one sampler's unit stand for another's too (a unit's ``name`` parameter is read through it)."""
+    from mcmc_lib import store
     from mcmc_lib import units as unit_runner
 
     like = like or {}
@@ -45,7 +46,7 @@ def first_of_each(units, like=None) -> dict[int, int]:
         params = dict(unit.params)
         if params.get("name") in like:
             params["name"] = like[params["name"]]
-        key = json.dumps([unit_runner.function_name(unit.fn), unit_runner.encode(params, "params")], sort_keys=True)
+        key = store.unit_signature(unit_runner.function_name(unit.fn), params, seed=None)
         first.setdefault(key, i)
         counts[key] = counts.get(key, 0) + 1
     return {first[key]: counts[key] for key in first}
@@ -153,8 +154,7 @@ def projection(report: dict) -> list[dict]:
         row = {"experiment": name, "units": entry["n_units"], "mode": entry["mode"]}
         sampled = entry.get("sampled", [])
         if sampled:
-            share = entry["n_units"] / len(sampled)            # pilots that did not record stands_for
-            seconds = [t for s in sampled for t in [store.unit_compute_seconds(s)] * round(s.get("stands_for", share))]
+            seconds = [t for s in sampled for t in [store.unit_compute_seconds(s)] * s["stands_for"]]
             row.update(sampled=len(sampled), unit_minutes=[store.unit_compute_seconds(s) / 60 for s in sampled],
                        cpu_hours=sum(seconds) / 3600, longest_minutes=max(seconds) / 60,
                        **{f"wall_{w}_hours": store.projected_wall_seconds(seconds, w) / 3600

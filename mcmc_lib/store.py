@@ -522,11 +522,11 @@ def _carry(record, units, kept, code=None, skip_remeasured: bool = False, keys=N
     code changed, not every unit a fresh clone's cache lacks). Nothing when the cache is off."""
     if kept.directory is None or code_changes(record["provenance"], units, code):
         return 0
-    stored = {_unit_signature(row["function"], row["params"], row["seed"]): row for row in record["units"]}
+    stored = {unit_signature(row["function"], row["params"], row["seed"]): row for row in record["units"]}
     machine = _single_machine(record["provenance"])
     carried = 0
     for unit, key in zip(units, unit_runner.unit_keys(units) if keys is None else keys):
-        row = stored.get(_unit_signature(unit_runner.function_name(unit.fn), unit.params, unit.seed))
+        row = stored.get(unit_signature(unit_runner.function_name(unit.fn), unit.params, unit.seed))
         if row is not None and not kept.has(unit, key) and not (skip_remeasured and _needs_remeasuring(row, before)):
             kept.save(unit, key, row["result"], row["seconds"], row.get("cpu_seconds"), machine, row.get("finished"))
             carried += 1
@@ -590,8 +590,8 @@ def store_mismatch(record, units, code=None) -> str:
     if len(record["units"]) != len(units):
         return f"{len(record['units'])} units are stored, {len(units)} run now"
     for i, (row, unit) in enumerate(zip(record["units"], units)):
-        stored = json.loads(_unit_signature(row["function"], row["params"], row["seed"]))
-        now = json.loads(_unit_signature(unit_runner.function_name(unit.fn), unit.params, unit.seed))
+        stored = json.loads(unit_signature(row["function"], row["params"], row["seed"]))
+        now = json.loads(unit_signature(unit_runner.function_name(unit.fn), unit.params, unit.seed))
         if stored != now:
             where, was, is_now = _first_difference(stored, now, "")
             part = {"[0]": "function", "[2]": "seed"}.get(where[:3], "params" + where[3:])
@@ -635,14 +635,16 @@ def _checked_instead_of_run(chapter, name, units, own, paper, code) -> Experimen
     return _from_store(record, units, path, code)
 
 
-def _unit_signature(function: str, params, seed) -> str:
+def unit_signature(function: str, params, seed) -> str:
+    """A unit as a comparable string: its function's name, its encoded parameters and its seed (None
+    groups a unit's replicates together, as benchmarks/paper_pilot.py does)."""
     return json.dumps([function, unit_runner.encode(params, "params"), seed], sort_keys=True)
 
 
 def _same_units(record: dict, units) -> bool:
     """Whether a stored record holds exactly ``units``, in order."""
-    stored = [_unit_signature(row["function"], row["params"], row["seed"]) for row in record["units"]]
-    return stored == [_unit_signature(unit_runner.function_name(u.fn), u.params, u.seed) for u in units]
+    stored = [unit_signature(row["function"], row["params"], row["seed"]) for row in record["units"]]
+    return stored == [unit_signature(unit_runner.function_name(u.fn), u.params, u.seed) for u in units]
 
 
 def chapter_sizes(chapter: str, names, sizes: dict, store_dir=None) -> tuple[dict, str]:
