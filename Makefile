@@ -25,7 +25,7 @@ $(error mcmc_lib/portable.py failed: see the message above)
 endif
 $(foreach setting,$(PORTABLE_SETTINGS),$(eval export $(setting)))
 
-.PHONY: help env book test unit sync nbval book-smoke chromium check-browser book-default-check notebook lab bench export references paper default-store store-check paper-costs clean
+.PHONY: help env book test unit sync nbval book-smoke chromium check-browser book-default-check notebook page lab bench export references paper default-store store-check paper-costs clean
 
 help:
 	@echo "make book       - build the HTML book at _build/html/index.html (MCMC_BOOK_PROFILE=default)"
@@ -40,6 +40,8 @@ help:
 	@echo "                same way, when the committed stores are current (else skipped, with why)"
 	@echo "make notebook CHAPTER=foundations"
 	@echo "                - one chapter as a plain notebook, executed at smoke size, in _build/notebooks/"
+	@echo "make page CHAPTER=gsm - one chapter and its audit page built (MCMC_BOOK_PROFILE, default unless"
+	@echo "                set) into _build/pages/<chapter>/ and checked as make test checks the book"
 	@echo "make lab CHAPTER=foundations"
 	@echo "                - the same, opened in JupyterLab (installs the pins of requirements-lab.txt)"
 	@echo "make bench      - benchmarks/ -> benchmarks/results/*.json"
@@ -130,6 +132,19 @@ notebook: $(STAMP)
 	@test -n "$(CHAPTER)" || { echo "usage: make notebook CHAPTER=<one of: $(basename $(notdir $(shell grep -l '^kernelspec:' book/*.md)))>"; exit 2; }
 	MCMC_BOOK_PROFILE=$${MCMC_BOOK_PROFILE:-smoke} $(BIN)/python book/_ext/notebook_download.py $(CHAPTER) \
 	    -o _build/notebooks/$(CHAPTER).ipynb $(if $(filter 0,$(EXECUTE)),,--execute)
+
+# One method chapter and its audit page, built on their own (with the intro and the bibliography) and
+# checked as make test checks the whole book: for writing a chapter without building the rest.
+PAGE_DIR := _build/pages/$(CHAPTER)
+page: $(STAMP) chromium
+	@test -n "$(CHAPTER)" && test -f book/$(CHAPTER)_audit.md || { echo "usage: make page CHAPTER=<a chapter with an audit page: $(patsubst book/%_audit.md,%,$(wildcard book/*_audit.md))>"; exit 2; }
+	mkdir -p $(PAGE_DIR)
+	sed 's/CHAPTER/$(CHAPTER)/g' book/_ext/page_toc.yml > $(PAGE_DIR)/_toc.yml
+	MCMC_BOOK_PROFILE=$${MCMC_BOOK_PROFILE:-default} $(BIN)/jupyter-book build . --all --toc $(PAGE_DIR)/_toc.yml \
+	    --path-output $(PAGE_DIR)
+	@status=0; $(BIN)/python tests/check_html.py $(PAGE_DIR)/_build/html || status=1; \
+	$(BIN)/python tests/check_browser.py $(PAGE_DIR)/_build/html --pages $(CHAPTER),$(CHAPTER)_audit \
+	    --screenshots $(PAGE_DIR)/screenshots || status=1; exit $$status
 
 # JupyterLab is not needed to build or test the book; requirements-lab.txt pins it on top of the
 # book's pins, installed into .venv on first use.

@@ -1,7 +1,18 @@
-"""Small helpers for the chapters' prose."""
+"""Small helpers for the chapters' pages: glued values, the one provenance block a page ends with, and
+figures that record the size of their smallest text (so the browser check can see it is readable)."""
 from __future__ import annotations
 
+import html
+import os
+import platform
+import struct
+import zlib
+from io import BytesIO
+
 import numpy as np
+
+# The PNG text chunk in which a figure records its smallest text, in pixels of the image (tests/check_browser.py).
+TEXT_SIZE_KEY = "mcmc_lib:min-text-px"
 
 
 def glue_value(name: str, value) -> None:
@@ -22,3 +33,132 @@ def one_blas_thread() -> None:
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=1)
+
+
+def chapter_setup() -> None:
+    """What every chapter does first: one BLAS thread (``one_blas_thread``) and figures that record their
+    smallest text size (``record_figure_text_size``)."""
+    one_blas_thread()
+    record_figure_text_size()
+
+
+# --------------------------------------------------------------------------------------------------
+# Figures: the smallest text, recorded in the PNG
+# --------------------------------------------------------------------------------------------------
+
+def smallest_text_px(figure, dpi: float | None = None) -> float | None:
+    """The size in image pixels of the smallest visible, non-empty text of a matplotlib figure (tick
+    labels, legends, titles, annotations) when saved at ``dpi`` (the figure's own by default); None when
+    the figure has no text."""
+    from matplotlib.text import Text
+
+    dpi = figure.dpi if dpi is None else dpi
+    sizes = [t.get_fontsize() for t in figure.findobj(Text)
+             if t.get_visible() and t.get_text().strip()]
+    return min(sizes) * dpi / 72 if sizes else None
+
+
+def figure_png(figure, dpi: float | None = None) -> bytes:
+    """The figure as PNG (cropped as Jupyter shows it), with its smallest text size recorded in a text
+    chunk under ``TEXT_SIZE_KEY``."""
+    dpi = figure.dpi if dpi is None else dpi
+    buffer = BytesIO()
+    figure.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight", facecolor=figure.get_facecolor())
+    size = smallest_text_px(figure, dpi)
+    return buffer.getvalue() if size is None else add_png_text(buffer.getvalue(), TEXT_SIZE_KEY, f"{size:.2f}")
+
+
+def add_png_text(png: bytes, key: str, value: str) -> bytes:
+    """``png`` with a tEXt chunk ``key``: ``value`` inserted after its header chunk."""
+    signature, header_end = 8, 8 + 4 + 4 + 13 + 4          # signature, then IHDR (length, type, 13 bytes, CRC)
+    if png[:signature] != b"\x89PNG\r\n\x1a\n" or png[12:16] != b"IHDR":
+        raise ValueError("png must be PNG bytes starting with their IHDR chunk")
+    body = b"tEXt" + key.encode("latin-1") + b"\0" + value.encode("latin-1")
+    chunk = struct.pack(">I", len(body) - 4) + body + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF)
+    return png[:header_end] + chunk + png[header_end:]
+
+
+def png_text(png: bytes) -> dict:
+    """The tEXt chunks of PNG bytes, as a dict."""
+    found, position = {}, 8
+    while position + 8 <= len(png):
+        length, kind = struct.unpack(">I", png[position:position + 4])[0], png[position + 4:position + 8]
+        if kind == b"tEXt":
+            key, _, value = png[position + 8:position + 8 + length].partition(b"\0")
+            found[key.decode("latin-1")] = value.decode("latin-1")
+        if kind == b"IEND":
+            break
+        position += 12 + length
+    return found
+
+
+def record_figure_text_size() -> None:
+    """Show matplotlib figures in this kernel (inline, and through ``glue``) as PNGs that record their
+    smallest text size, which ``tests/check_browser.py`` scales by the width the page gives the image."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    import matplotlib.pyplot  # noqa: F401  sets up the inline backend first, which registers its own formatter
+    from matplotlib.figure import Figure
+
+    shell.display_formatter.formatters["image/png"].for_type(Figure, figure_png)
+
+
+# --------------------------------------------------------------------------------------------------
+# The provenance block: environment, profile, seeds and stores, once per page, collapsed
+# --------------------------------------------------------------------------------------------------
+
+def provenance_block(profile: str, seeds, scale: str | None = None, stored=None, timings=None, notes=()):
+    """The one collapsed block a chapter ends with: versions, machine, floating point, profile and
+    seeds, where each experiment's results came from (``stored``: a ``mcmc_lib.store.Experiments``;
+    every experiment it ran), the wall times (``timings``: {what: seconds}) and any ``notes`` (text).
+    Returns an IPython HTML object (``<details class="provenance">``)."""
+    from IPython.display import HTML
+
+    e = html.escape
+    lines = [f"Profile <code>{e(profile)}</code>"
+             + (f", results at the <code>{e(scale)}</code> profile's scale (from the committed store)"
+                if scale and scale != profile else "")
+             + f"; seeds {e(', '.join(map(str, np.atleast_1d(seeds).tolist())))}."]
+    lines.append(e(_versions()))
+    lines.append(e(_machine()))
+    for name, result in (stored.results.items() if stored is not None else ()):
+        lines.append(f"<b>{e(name)}</b>: {e(result.provenance)}")
+    for what, seconds in (timings or {}).items():
+        lines.append(f"{e(what)}: {_duration(seconds)}.")
+    lines.extend(e(str(n)) for n in notes)
+    items = "".join(f"<li>{line}</li>" for line in lines)
+    return HTML(f'<details class="provenance"><summary>Environment and provenance</summary><ul>{items}</ul></details>')
+
+
+def _versions() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    parts = [f"Python {platform.python_version()}"]
+    for package in ("numpy", "scipy", "autograd", "arviz", "matplotlib", "pandas"):
+        try:
+            parts.append(f"{package} {version(package)}")
+        except PackageNotFoundError:
+            continue
+    from . import __version__
+
+    return ", ".join(parts + [f"mcmc_lib {__version__}"]) + "."
+
+
+def _machine() -> str:
+    from .portable import describe
+
+    return (f"Machine: {platform.machine()}, {platform.system()} {platform.release()}, {os.cpu_count()} cores, "
+            f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}; floating point: {describe()}.")
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"

@@ -314,6 +314,7 @@ class Claim:
     wins: dict = field(default_factory=dict)   # for ranking claims: replicates won by each competitor
     profile: str = ""
     rule_spec: dict | None = None
+    short: str = ""          # the claim in a few words, for the verdict table at the top of its chapter
 
     @property
     def holds(self) -> bool:
@@ -340,15 +341,17 @@ class ClaimsRegistry:
 
     # The new form -----------------------------------------------------------------------------------
 
-    def declare(self, id: str, *, statement: str, source: str, published, rule: Rule, section: str = "") -> str:
+    def declare(self, id: str, *, statement: str, source: str, published, rule: Rule, section: str = "",
+                short: str = "") -> str:
         """Fix a claim and its decision rule before the experiment runs; returns the rule as Markdown
-        (a chapter may show it above the experiment)."""
+        (a chapter may show it above the experiment). ``short``: the claim in a few words, as the verdict
+        table at the top of the chapter shows it (the statement, cut, when not given)."""
         self._check_new_id(id)
         if not isinstance(rule, Rule):
             raise ValueError(f"rule must be a mcmc_lib.claims.Rule (Rule.greater / less / within), got {rule!r}")
         claim = Claim(id, _require_text(statement, "statement"), _require_text(source, "source"),
                       _require_text(_text(published), "published"), rule.text(), section=section,
-                      profile=self.scale(), rule_spec=asdict(rule))
+                      profile=self.scale(), rule_spec=asdict(rule), short=_short_text(short))
         self._declared[id] = (claim, rule)
         return f"**Claim `{id}`** ({source}): {statement} *Decided by:* {rule.text()}."
 
@@ -415,14 +418,14 @@ class ClaimsRegistry:
         return claim.outcome
 
     def not_run(self, id: str, *, statement: str, source: str, published, missing: str, cost: str,
-                section: str = "") -> None:
+                section: str = "", short: str = "") -> None:
         """A claim this book cannot test here: what is missing and what running it would cost."""
         self._check_new_id(id)
         self._declared.pop(id, None)
         self.claims.append(Claim(id, _require_text(statement, "statement"), _require_text(source, "source"),
                                  _require_text(_text(published), "published"), "", NOT_RUN, "not run",
                                  note=f"Missing: {_require_text(missing, 'missing')} Cost: {_require_text(cost, 'cost')}",
-                                 section=section, profile=self.scale()))
+                                 section=section, profile=self.scale(), short=_short_text(short)))
 
     # The old form, kept until every chapter migrates -------------------------------------------------
 
@@ -447,10 +450,31 @@ class ClaimsRegistry:
         from IPython.display import HTML
         return HTML(claims_html(self.stem, [asdict(c) for c in self.claims], link_prefix=""))
 
+    def glue_verdicts(self) -> None:
+        """Glue what the top of the chapter shows, computed at its end: ``verdict_counts`` (the outcome
+        counts as a sentence fragment, "11 claims: 7 reproduced, ..."), ``verdicts`` (the compact verdict
+        table, each claim linked to the section that decides it) and ``claims_full`` (the detailed
+        table with statement, rule and note, for the audit page)."""
+        from IPython.display import HTML
+        from myst_nb import glue
+
+        records = [asdict(c) for c in self.claims]
+        glue("verdict_counts", counts_text(records), display=False)
+        glue("verdicts", HTML(verdict_html(self.stem, records)), display=False)
+        glue("claims_full", HTML(claims_html(self.stem, records, link_prefix="")), display=False)
+
     def _check_new_id(self, id):
         _require_text(id, "id")
         if any(c.id == id for c in self.claims) or id in self._declared:
             raise ValueError(f"id {id!r} is already recorded in chapter {self.stem!r}")
+
+
+def _short_text(short) -> str:
+    if not isinstance(short, str):
+        raise ValueError(f"short must be a string (the claim in a few words), got {short!r}")
+    if len(short) > 80:
+        raise ValueError(f"short must be a few words (at most 80 characters), got {len(short)}: {short!r}")
+    return short.strip()
 
 
 def _text(value) -> str:
@@ -488,6 +512,60 @@ def badge(outcome: str) -> str:
     return f'<span class="claim-badge claim-{BADGE_CLASS.get(outcome, "legacy")}">{html.escape(outcome)}</span>'
 
 
+def audit_stem(stem: str) -> str:
+    """The stem of a chapter's audit page (protocol, per-cell tables, side investigations)."""
+    return f"{stem}_audit"
+
+
+def evidence_link(stem: str, section: str, link_prefix: str = "", book_dir: Path | None = None) -> str:
+    """Where a claim is decided: ``#label`` on the chapter's page, or ``<stem>_audit.html#label`` when the
+    label is defined on its audit page; with ``link_prefix`` (the scoreboard) always a page and anchor.
+    "" when the claim names no section."""
+    if not section:
+        return f"{link_prefix}{stem}.html" if link_prefix else ""
+    book_dir = REPO_ROOT / "book" if book_dir is None else Path(book_dir)
+    audit = book_dir / f"{audit_stem(stem)}.md"
+    on_audit = audit.exists() and f"({section})=" in audit.read_text()
+    if on_audit:
+        return f"{link_prefix or './'}{audit_stem(stem)}.html#{section}"
+    return f"{link_prefix}{stem}.html#{section}" if link_prefix else f"#{section}"
+
+
+def counts_text(claims: list) -> str:
+    """"11 claims: 7 reproduced, 2 not reproduced, 1 inconclusive, 1 not run here" (outcomes with none
+    left out)."""
+    counts = [(o, sum(c["outcome"] == o for c in claims)) for o in ALL_OUTCOMES]
+    parts = [f"{n} {o}" for o, n in counts if n]
+    return f"{len(claims)} claim{'' if len(claims) == 1 else 's'}: " + ", ".join(parts)
+
+
+def short_title(claim: dict) -> str:
+    """The claim in a few words: its ``short``, else its statement cut at a word near 70 characters."""
+    if claim.get("short"):
+        return claim["short"]
+    text = claim["statement"]
+    return text if len(text) <= 70 else text[:67].rsplit(" ", 1)[0] + " ..."
+
+
+def verdict_html(stem: str, claims: list, link_prefix: str = "") -> str:
+    """The verdict table at the top of a chapter: the claim in a few words (linked to where it is decided),
+    the paper's number, ours with its interval, the outcome. The full statement, rule and note are on
+    the scoreboard and the chapter's audit page."""
+    e = html.escape
+    rows = []
+    for c in claims:
+        link = evidence_link(stem, c.get("section", ""), link_prefix)
+        title = e(short_title(c))
+        cell = f'<a href="{e(link)}">{title}</a>' if link else title
+        rows.append(
+            f'<tr><td class="claim-text" data-label="Claim">{cell}</td>'
+            f'<td data-label="Paper">{e(c["published"])}</td>'
+            f'<td data-label="Ours">{_replicates_on_own_line(e(c.get("reproduced", "")))}</td>'
+            f'<td data-label="Outcome">{badge(c["outcome"])}</td></tr>')
+    return ('<table class="claims-table verdict-table"><thead><tr><th>Claim</th><th>Paper</th>'
+            "<th>Ours [95% interval]</th><th>Outcome</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+
+
 def claims_html(stem: str, claims: list, link_prefix: str = "") -> str:
     """A compact table (claim, paper, ours, outcome) whose rows open to the full statement, source, rule and
     note; the claim links to the section of its chapter that decides it. Narrow screens stack the cells
@@ -495,8 +573,7 @@ def claims_html(stem: str, claims: list, link_prefix: str = "") -> str:
     e = html.escape
     rows = []
     for c in claims:
-        page = f"{link_prefix}{stem}.html" if link_prefix else ""
-        anchor = f"{page}#{c['section']}" if c.get("section") else (page or "")
+        anchor = evidence_link(stem, c.get("section", ""), link_prefix)
         details = [f"<p>{e(c['statement'])}</p>"]
         if c.get("source"):
             details.append(f"<p><b>Source:</b> {e(c['source'])}</p>")

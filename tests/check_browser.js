@@ -3,8 +3,8 @@
 // display equation must fit the text column; at phone width a horizontal scroll container suffices.
 (async () => {
   const STRICT_MATH = __STRICT_MATH__;
-  const MIN_FIGURE_SCALE = __MIN_FIGURE_SCALE__;
   const WIDTH = __WIDTH__;  // the emulated device width
+  const STRICT_TABLES = __STRICT_TABLES__;  // an article page at desktop width: every table fits the column
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
     await MathJax.startup.promise;
   }
@@ -16,6 +16,7 @@
   const problems = [];
   const notes = [];  // content that scrolls inside its column (allowed): printed with --verbose
   const stats = {tables: 0, figures: 0, equations: 0, scrolling: 0};
+  const images = [];
   const article = document.querySelector("article.bd-article") || document.querySelector("main") || document.body;
   const box = article.getBoundingClientRect();
   const style = getComputedStyle(article);
@@ -85,7 +86,7 @@
 
   for (const table of article.querySelectorAll("table")) {
     stats.tables += 1;
-    checkWide(table, "table", false);
+    checkWide(table, "table", STRICT_TABLES);
   }
   // The math itself (mjx-math), inside MathJax's container, which scrolls when the math is wider.
   for (const eq of article.querySelectorAll('mjx-container[display="true"] > mjx-math')) {
@@ -103,13 +104,9 @@
     if (!img.closest("a[href]")) {
       problems.push(`figure that does not open at full size (no link around it; book.js adds one): ${describe(img)}`);
     }
-    if (MIN_FIGURE_SCALE > 0 && img.naturalWidth > 0) {
-      const scale = img.getBoundingClientRect().width / img.naturalWidth;
-      if (scale < MIN_FIGURE_SCALE) {
-        problems.push(`figure shown at ${Math.round(100 * scale)}% of its size (${img.naturalWidth} px in ` +
-                      `${Math.round(img.getBoundingClientRect().width)} px): its text is too small to read: ${describe(img)}`);
-      }
-    }
+    // The text size inside the image is read from the file by check_browser.py.
+    images.push({src: new URL(img.getAttribute("src"), location.href).pathname, natural: img.naturalWidth,
+                 shown: img.getBoundingClientRect().width, where: describe(img)});
   }
   for (const el of article.querySelectorAll("svg, iframe, video")) {
     if (el.closest("mjx-container")) continue;
@@ -177,5 +174,8 @@
                   (culprits.length ? `; sticking out: ${culprits.join("; ")}` : ""));
   }
   stats.column = Math.round(colRight - colLeft);
-  return {problems, stats, notes};
+  stats.height = document.documentElement.scrollHeight;
+  const verdicts = article.querySelector("table.verdict-table");
+  const verdictTop = verdicts ? Math.round(verdicts.getBoundingClientRect().top + window.scrollY) : null;
+  return {problems, stats, notes, images, verdictTop};
 })()

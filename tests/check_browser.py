@@ -4,10 +4,15 @@ For every page of ``_build/html/book/`` at 1,400 px and 400 px window width this
 - a table, figure or display equation is wider than the text column without a horizontal scroll
   container around it (a scroll container is the visible cue); at 1,400 px a display equation must
   fit without scrolling;
-- a figure is shown at less than ``MIN_FIGURE_SCALE`` of its pixel width at 1,400 px (its tick labels
-  and legend would be below about 9 px: matplotlib's 10 pt text at 100 dpi is 14 px), or has no alt
-  text (a hashed file name counts as none), or does not open at full size (book.js wraps each figure in
-  a link to its image: on a phone a multi-panel figure fitted to the column cannot be read otherwise);
+- a figure's smallest text (ticks, legends, labels) is shown below ``MIN_TEXT_PX`` at 1,400 px: the
+  chapters' figures record their smallest text in the PNG (``mcmc_lib.book.figure_png``), which is
+  scaled by the width the page gives the image (a figure without the record is taken to have
+  matplotlib's default 10 pt text); or it has no alt text (a hashed file name counts as none), or does
+  not open at full size (book.js wraps each figure in a link to its image: on a phone a multi-panel
+  figure fitted to the column cannot be read otherwise);
+- on a method chapter's article page (a page with an audit page ``<stem>_audit.html`` beside it), at
+  1,400 px: the verdict table does not start within the first ``VERDICT_WITHIN_PX``, or a table is
+  wider than the column (wide data tables belong on the audit page, where they may scroll);
 - raw LaTeX (``$...$``, ``\\frac``, ``\\(``) or raw MyST (``{glue:text}``, ``{literalinclude}``,
   ``{cite}``, fences) reaches the visible text, the sidebar or the page title;
 - the page scrolls sideways, or requests anything from the network (the book must read offline).
@@ -31,12 +36,14 @@ from urllib.parse import urlparse
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cdp import Browser, CDPError, find_browser  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from mcmc_lib.book import TEXT_SIZE_KEY, png_text  # noqa: E402
+
 WIDTHS = (1400, 400)
 DESKTOP = 1400
-# At 1,400 px a figure may be scaled down to 65% of its pixel width: matplotlib's default 10 pt text
-# at 100 dpi (13.9 px) is then 9 px. Wider figures need larger fonts set in the figure itself, which
-# this check cannot see, so figures are sized for the column instead (about 10.5 inches at most).
-MIN_FIGURE_SCALE = 0.65
+MIN_TEXT_PX = 10             # figure text as shown at 1,400 px
+DEFAULT_TEXT_PX = 10 * 100 / 72   # matplotlib's 10 pt at 100 dpi, for a figure that records no size
+VERDICT_WITHIN_PX = 1600     # the verdict table starts on the first screen or just below it
 SCRIPT = (Path(__file__).resolve().parent / "check_browser.js").read_text()
 
 
@@ -53,15 +60,45 @@ def serve(root: Path):
     return server, f"http://127.0.0.1:{server.server_address[1]}"
 
 
-def check_page(browser: Browser, url: str, width: int) -> tuple[list[str], dict]:
+def figure_text_problems(images: list, root: Path) -> list[str]:
+    """Figures whose smallest text is shown below ``MIN_TEXT_PX``: the size recorded in the PNG (or
+    matplotlib's default) times the width the page gives the image over its own width."""
+    found = []
+    for image in images:
+        if not image["natural"] or not image["shown"]:
+            continue
+        path = root / image["src"].lstrip("/")
+        recorded = png_text(path.read_bytes()).get(TEXT_SIZE_KEY) if path.suffix == ".png" and path.exists() else None
+        text_px = (float(recorded) if recorded else DEFAULT_TEXT_PX) * image["shown"] / image["natural"]
+        if text_px < MIN_TEXT_PX - 0.05:
+            found.append(f"figure text shown at {text_px:.1f} px (at least {MIN_TEXT_PX}; "
+                         f"{'recorded' if recorded else 'assumed'} {float(recorded or DEFAULT_TEXT_PX):.1f} px in a "
+                         f"{image['natural']} px image shown {round(image['shown'])} px wide: size the figure for "
+                         f"the column or enlarge its fonts): {image['where']}")
+    return found
+
+
+def check_page(browser: Browser, url: str, width: int, root: Path | None = None,
+               article: bool = False) -> tuple[list[str], dict]:
     browser.set_width(width)
     browser.call("Network.enable")
     browser.open(url)
-    script = (SCRIPT.replace("__STRICT_MATH__", "true" if width >= DESKTOP else "false")
-              .replace("__MIN_FIGURE_SCALE__", str(MIN_FIGURE_SCALE if width >= DESKTOP else 0))
+    desktop = width >= DESKTOP
+    script = (SCRIPT.replace("__STRICT_MATH__", "true" if desktop else "false")
+              .replace("__STRICT_TABLES__", "true" if desktop and article else "false")
               .replace("__WIDTH__", str(width)))
     result = browser.evaluate(script, timeout=120)
     problems = list(result["problems"])
+    if desktop and root is not None:
+        problems.extend(figure_text_problems(result.get("images", []), root))
+    if desktop and article:
+        top = result.get("verdictTop")
+        if top is None:
+            problems.append("no verdict table (table.verdict-table) on this article page")
+        elif top > VERDICT_WITHIN_PX:
+            problems.append(f"the verdict table starts at {top} px, below the first {VERDICT_WITHIN_PX} px: "
+                            "shorten what stands above it")
+        result["stats"]["verdicts_at"] = top
     host = urlparse(url).netloc
     for event in browser.events:
         if event.get("method") == "Network.requestWillBeSent":
@@ -113,7 +150,8 @@ def main(argv=None) -> int:
                 for width in widths:
                     url = f"{base}/{page.relative_to(root).as_posix()}"
                     try:
-                        problems, stats = check_page(browser, url, width)
+                        problems, stats = check_page(browser, url, width, root,
+                                                     article=(page.parent / f"{page.stem}_audit.html").exists())
                     except CDPError as error:
                         problems, stats = [f"could not check the page: {error}"], {}
                     if shots:

@@ -2,7 +2,13 @@
 and that notebook reads in plain Jupyter (no raw MyST; numbers and figures filled in from the build's
 own execution, so no chapter runs twice); the repository's sources ship with the HTML.
 
-The layout of every page in a real browser is checked by tests/check_browser.py.
+Each method chapter is an article page with an audit page beside it (``<stem>.html`` and
+``<stem>_audit.html``); the article keeps to the budgets of a replication article (``article_problems``):
+at most ``MAX_PROSE_WORDS`` words of prose outside dropdowns and ``MAX_TOTAL_WORDS`` in all, a verdict
+table, no raw arrays and no project history. Every page has at most one provenance block.
+
+The layout of every page in a real browser is checked by tests/check_browser.py (there: the verdict
+table on the first screen, tables inside the column, figure text of at least 10 px).
 """
 import json
 import re
@@ -11,6 +17,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
 from notebook_download import RAW_MYST  # noqa: E402
+
+MAX_PROSE_WORDS = 5_000      # text of <p> elements of the article body outside <details>
+MAX_TOTAL_WORDS = 10_000     # all visible text of the article body: code, tables, outputs and dropdowns
+# The project's history belongs in git, not on a page; raw arrays are printed state, not results.
+HISTORY = re.compile(r"\b(earlier|previous|older) versions? of (this|the) (chapter|book|page|code|table|figure)\b"
+                     r"|\bin an? (earlier|previous) (build|session|version|commit)\b", re.I)
+RAW_ARRAY = re.compile(r"\barray\(\[")
 
 CDN = re.compile(r"""(src|href)=["']https?://[^"']*(cdn|unpkg|jsdelivr|googleapis|mathjax)""", re.I)
 # Launch links to outside services (they would point at a repository that is not ours).
@@ -50,6 +63,57 @@ def echoed_values(cell) -> list[str]:
     return found
 
 
+def words(text: str) -> int:
+    return len(re.findall(r"[^\s]+", text))
+
+
+def article_body(soup):
+    """The page's main text, without the header links Sphinx adds to headings."""
+    body = soup.select_one("article.bd-article") or soup.select_one("main") or soup
+    for element in body.select("script, style, a.headerlink"):
+        element.decompose()
+    return body
+
+
+def page_stats(text: str) -> dict:
+    """Words of prose outside dropdowns, words in all, and the number of provenance blocks of a page."""
+    from bs4 import BeautifulSoup
+
+    body = article_body(BeautifulSoup(text, "html.parser"))
+    prose = " ".join(p.get_text(" ") for p in body.find_all("p") if p.find_parent("details") is None)
+    return {"prose_words": words(prose), "total_words": words(body.get_text(" ")),
+            "provenance_blocks": len(body.select("details.provenance")),
+            "verdict_tables": len(body.select("table.verdict-table")),
+            "history": [m.group(0) for m in HISTORY.finditer(body.get_text(" "))],
+            "raw_arrays": len(RAW_ARRAY.findall(body.get_text(" ")))}
+
+
+def article_problems(stats: dict) -> list[str]:
+    """What a method chapter's article page breaks of the article form (its audit page has no budget)."""
+    found = []
+    if stats["prose_words"] > MAX_PROSE_WORDS:
+        found.append(f"{stats['prose_words']:,} words of prose outside dropdowns (at most {MAX_PROSE_WORDS:,}: "
+                     "move protocol, per-cell detail and side investigations to the audit page)")
+    if stats["total_words"] > MAX_TOTAL_WORDS:
+        found.append(f"{stats['total_words']:,} words in all (at most {MAX_TOTAL_WORDS:,}, code, tables and "
+                     "dropdowns included)")
+    if stats["verdict_tables"] != 1:
+        found.append(f"{stats['verdict_tables']} verdict tables (one at the top: claims.glue_verdicts() and "
+                     "the glue directive `verdicts`)")
+    return found
+
+
+def layout_problems(stats: dict) -> list[str]:
+    """What any page breaks: one provenance block at most, no history, no raw arrays."""
+    found = []
+    if stats["provenance_blocks"] > 1:
+        found.append(f"{stats['provenance_blocks']} provenance blocks (at most one, at the end)")
+    found.extend(f"tells the project's history ({h!r}): that belongs in git" for h in stats["history"])
+    if stats["raw_arrays"]:
+        found.append(f"prints {stats['raw_arrays']} raw array(s) (array([...]))")
+    return found
+
+
 def main(html_dir: str) -> int:
     root = Path(html_dir)
     problems = []
@@ -57,8 +121,14 @@ def main(html_dir: str) -> int:
         problems.append("index.html is missing")
     if not (root / "_static" / "mathjax" / "tex-chtml.js").exists():
         problems.append("_static/mathjax/tex-chtml.js is missing: math would need the network")
+    articles = []
     for page in sorted(root.glob("book/*.html")):
         text = page.read_text(errors="replace")
+        stats = page_stats(text)
+        problems.extend(f"{page.relative_to(root)}: {p}" for p in layout_problems(stats))
+        if (page.parent / f"{page.stem}_audit.html").exists():
+            problems.extend(f"{page.relative_to(root)}: {p}" for p in article_problems(stats))
+            articles.append(f"{page.stem} {stats['prose_words']:,} words of prose, {stats['total_words']:,} in all")
         if CDN.search(text):
             problems.append(f"{page.relative_to(root)} loads a script or style from a CDN")
         if LAUNCH.search(text):
@@ -73,6 +143,8 @@ def main(html_dir: str) -> int:
     archive = root / "_downloads" / "adaptive-mcmc-source.tar.gz"
     if not archive.exists():
         problems.append(f"{archive.relative_to(root)} is missing: readers could not get the sources")
+    for line in articles:
+        print(f"check_html: article {line}")
     for line in problems:
         print(f"check_html: {line}", file=sys.stderr)
     if not problems:
