@@ -102,10 +102,22 @@ def record_figure_text_size() -> None:
     shell = get_ipython()
     if shell is None:
         return
-    import matplotlib.pyplot  # noqa: F401  sets up the inline backend first, which registers its own formatter
+    # Jupyter's inline backend registers its own PNG formatter when it loads (at the first figure, or
+    # after the cell that loaded it), which would replace this one: load it now, then install this one,
+    # and again before every cell.
+    import matplotlib.pyplot as plt
+
+    plt.close(plt.figure())
+    _install_png_formatter()
+    if _install_png_formatter not in shell.events.callbacks["pre_run_cell"]:
+        shell.events.register("pre_run_cell", _install_png_formatter)
+
+
+def _install_png_formatter(*_) -> None:
+    from IPython import get_ipython
     from matplotlib.figure import Figure
 
-    shell.display_formatter.formatters["image/png"].for_type(Figure, figure_png)
+    get_ipython().display_formatter.formatters["image/png"].for_type(Figure, figure_png)
 
 
 # --------------------------------------------------------------------------------------------------

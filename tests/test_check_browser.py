@@ -2,6 +2,8 @@
 
 Skipped where no Chromium is installed (make check-browser installs Debian's package as root).
 """
+import re
+
 import pytest
 
 import check_browser
@@ -70,3 +72,54 @@ def test_each_defect_is_found(browser, tmp_path):
     assert "in the page title" in text
     problems, _ = check(browser, tmp_path, BAD, width=400)
     assert any("the page scrolls sideways" in p for p in problems)
+
+
+def check_article(browser, tmp_path, body, width=1400):
+    page = tmp_path / "page.html"
+    page.write_text(PAGE.format(title="An article", body=body))
+    server, base = check_browser.serve(tmp_path)
+    try:
+        return check_browser.check_page(browser, f"{base}/page.html", width, tmp_path, article=True)
+    finally:
+        server.shutdown()
+
+
+VERDICTS = '<table class="verdict-table"><tr><td>claim</td><td>reproduced</td></tr></table>'
+
+
+def figure_file(tmp_path, name, text_px, width_px):
+    """A PNG of ``width_px`` that records its smallest text as ``text_px`` (mcmc_lib.book)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from mcmc_lib.book import TEXT_SIZE_KEY, add_png_text, figure_png
+
+    fig = plt.figure(figsize=(width_px / 100, 1), dpi=100)
+    fig.patch.set_facecolor("white")
+    png = figure_png(fig)
+    plt.close(fig)
+    (tmp_path / name).write_bytes(add_png_text(png, TEXT_SIZE_KEY, str(text_px)))
+    return f'<a href="{name}"><img alt="A test figure" src="{name}" style="max-width: 100%"></a>'
+
+
+def test_an_article_passes_with_verdicts_on_top_fitting_tables_and_readable_figures(browser, tmp_path):
+    body = VERDICTS + "<table><tr><td>narrow</td></tr></table>" + figure_file(tmp_path, "f.png", 14, 500)
+    problems, stats = check_article(browser, tmp_path, body)
+    assert problems == [] and stats["verdicts_at"] < 200
+
+
+def test_an_article_with_verdicts_below_the_first_screen_or_wide_tables_or_small_text_fails(browser, tmp_path):
+    body = ('<div style="height: 1700px">the story first</div>' + VERDICTS
+            + '<div class="scroll"><table><tr><td><div style="width: 900px">a wide table</div></td></tr></table></div>'
+            + figure_file(tmp_path, "small.png", 12, 1200))        # 1,200 px shown at 600: 6 px text
+    text = "\n".join(check_article(browser, tmp_path, body)[0])
+    assert "the verdict table starts at" in text
+    assert "should fit at this width" in text
+    assert re.search(r"figure text shown at [56]\.\d px", text)     # tight cropping pads the image a little
+    # on a phone a wide table may scroll and the first screen is not checked
+    phone = "\n".join(check_article(browser, tmp_path, body, width=400)[0])
+    assert "verdict table" not in phone and "should fit" not in phone and "figure text" not in phone
+
+
+def test_an_article_without_a_verdict_table_fails(browser, tmp_path):
+    assert any("no verdict table" in p for p in check_article(browser, tmp_path, "<p>Text.</p>")[0])
