@@ -92,6 +92,34 @@ def png_text(png: bytes) -> dict:
     return found
 
 
+def figure_html(figure, alt: str, caption: str = "", dpi: float | None = None):
+    """A matplotlib figure as an HTML ``<figure>`` (the PNG embedded, its text size recorded, ``alt`` as
+    its alt text, ``caption`` under it), for glue onto another page: an audit page pastes it with the
+    ``{glue}`` directive and ``:doc:``, which would give a plain image no alt text and no caption. The
+    figure is closed (it is shown only where it is pasted)."""
+    import base64
+
+    import matplotlib.pyplot as plt
+    from IPython.display import HTML
+
+    if not isinstance(alt, str) or not alt.strip():
+        raise ValueError(f"alt must describe the figure for readers who cannot see it, got {alt!r}")
+    png = base64.b64encode(figure_png(figure, dpi)).decode("ascii")
+    plt.close(figure)
+    caption_html = f"<figcaption><p>{html.escape(caption)}</p></figcaption>" if caption else ""
+    return HTML(f'<figure class="glued-figure"><img alt="{html.escape(alt)}" src="data:image/png;base64,{png}">'
+                f"{caption_html}</figure>")
+
+
+def scrolling_table(table):
+    """A table (a pandas DataFrame or Styler, or HTML text) for glue onto an audit page, in a container
+    that scrolls sideways when the table is wider than the column."""
+    from IPython.display import HTML
+
+    text = table if isinstance(table, str) else table.to_html()
+    return HTML(f'<div class="claims-scroll">{text}</div>')
+
+
 def record_figure_text_size() -> None:
     """Show matplotlib figures in this kernel (inline, and through ``glue``) as PNGs that record their
     smallest text size, which ``tests/check_browser.py`` scales by the width the page gives the image."""
@@ -138,13 +166,38 @@ def provenance_block(profile: str, seeds, scale: str | None = None, stored=None,
              + f"; seeds {e(', '.join(map(str, np.atleast_1d(seeds).tolist())))}."]
     lines.append(e(_versions()))
     lines.append(e(_machine()))
-    for name, result in (stored.results.items() if stored is not None else ()):
-        lines.append(f"<b>{e(name)}</b>: {e(result.provenance)}")
     for what, seconds in (timings or {}).items():
         lines.append(f"{e(what)}: {_duration(seconds)}.")
     lines.extend(e(str(n)) for n in notes)
     items = "".join(f"<li>{line}</li>" for line in lines)
-    return HTML(f'<details class="provenance"><summary>Environment and provenance</summary><ul>{items}</ul></details>')
+    table = experiments_table(stored) if stored is not None and stored.results else ""
+    return HTML(f'<details class="provenance"><summary>Environment and provenance</summary><ul>{items}</ul>'
+                f"{table}</details>")
+
+
+def experiments_table(stored) -> str:
+    """Where each experiment's results came from, a row each: the profile whose scale they have, the file
+    or this build, units, commit, date, computing time, and whether the code changed since (HTML)."""
+    e = html.escape
+    rows = []
+    for name, result in stored.results.items():
+        record = result.record or {}
+        where = (f"results/{result.profile}/{stored.chapter}/{name}.json" if result.source == "store" else "this build")
+        compute = record.get("unit_cpu_seconds_total") or record.get("unit_seconds_total")
+        commit = str(record.get("commit", ""))[:10] + ("+" if record.get("uncommitted_changes") else "")
+        remarks = []
+        if result.code_changed:
+            remarks.append("code changed since")
+        if record.get("n_units_sharing_a_core"):
+            remarks.append(f"{record['n_units_sharing_a_core']} units shared a core")
+        cells = [name, result.profile, where, record.get("n_units", len(result.values)), commit,
+                 str(record.get("date", ""))[:10], _duration(compute) if compute else "",
+                 "; ".join(remarks)]
+        rows.append("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in cells) + "</tr>")
+    head = "".join(f"<th>{h}</th>" for h in ("experiment", "scale", "from", "units", "commit", "date",
+                                             "computing", "remarks"))
+    return (f'<div class="claims-scroll"><table class="provenance-table"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table></div>')
 
 
 def _versions() -> str:

@@ -105,7 +105,8 @@
       problems.push(`figure that does not open at full size (no link around it; book.js adds one): ${describe(img)}`);
     }
     // The text size inside the image is read from the file by check_browser.py.
-    images.push({src: new URL(img.getAttribute("src"), location.href).pathname, natural: img.naturalWidth,
+    const source = img.getAttribute("src") || "";
+    images.push({src: source.startsWith("data:") ? source : new URL(source, location.href).pathname, natural: img.naturalWidth,
                  shown: img.getBoundingClientRect().width, where: describe(img)});
   }
   for (const el of article.querySelectorAll("svg, iframe, video")) {

@@ -25,6 +25,7 @@ The browser is Debian's ``chromium`` (or ``$CHROMIUM``), driven over the DevTool
 from __future__ import annotations
 
 import argparse
+import base64
 import functools
 import http.server
 import sys
@@ -60,6 +61,15 @@ def serve(root: Path):
     return server, f"http://127.0.0.1:{server.server_address[1]}"
 
 
+def image_png(src: str, root: Path) -> bytes | None:
+    """The PNG bytes an image shows: a file under ``root``, or embedded in a data: URL; None otherwise."""
+    prefix = "data:image/png;base64,"
+    if src.startswith(prefix):
+        return base64.b64decode(src[len(prefix):])
+    path = root / src.lstrip("/")
+    return path.read_bytes() if path.suffix == ".png" and path.exists() else None
+
+
 def figure_text_problems(images: list, root: Path) -> list[str]:
     """Figures whose smallest text is shown below ``MIN_TEXT_PX``: the size recorded in the PNG (or
     matplotlib's default) times the width the page gives the image over its own width."""
@@ -67,8 +77,7 @@ def figure_text_problems(images: list, root: Path) -> list[str]:
     for image in images:
         if not image["natural"] or not image["shown"]:
             continue
-        path = root / image["src"].lstrip("/")
-        recorded = png_text(path.read_bytes()).get(TEXT_SIZE_KEY) if path.suffix == ".png" and path.exists() else None
+        recorded = png_text(png).get(TEXT_SIZE_KEY) if (png := image_png(image["src"], root)) else None
         text_px = (float(recorded) if recorded else DEFAULT_TEXT_PX) * image["shown"] / image["natural"]
         if text_px < MIN_TEXT_PX - 0.05:
             found.append(f"figure text shown at {text_px:.1f} px (at least {MIN_TEXT_PX}; "

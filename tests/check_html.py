@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
-from notebook_download import RAW_MYST  # noqa: E402
+from notebook_download import RAW_MYST, is_live_cell, shown_markdown  # noqa: E402
 
 MAX_PROSE_WORDS = 5_000      # text of <p> elements of the article body outside <details>
 MAX_TOTAL_WORDS = 10_000     # all visible text of the article body: code, tables, outputs and dropdowns
@@ -31,18 +31,31 @@ LAUNCH = re.compile(r"""href=["']https?://[^"']*(colab\.research|mybinder|execut
 
 
 def notebook_problems(path: Path) -> list[str]:
-    """Raw MyST or values not filled in, in the Markdown of a downloadable notebook."""
+    """What a downloadable notebook would show wrongly in plain Jupyter: raw MyST or values not filled
+    in, in its Markdown cells and in the build's output of its live text cells (code cells with hidden
+    input that show Markdown with the values a run computes: book/_ext/notebook_download.py); a live
+    cell without that output, with its input showing, or before the cell that records the values."""
     nb = json.loads(path.read_text())
     found = []
+    records = False
     for i, cell in enumerate(nb["cells"]):
+        source = "".join(cell["source"])
         if cell["cell_type"] == "code":
             found.extend(f"cell {i} {p}" for p in echoed_values(cell))
-        if cell["cell_type"] != "markdown":
+            records = records or "record_glue()" in source
+        if cell["cell_type"] != "markdown" and not is_live_cell({**cell, "source": source}):
             continue
-        text = "".join(cell["source"])
+        if cell["cell_type"] == "code":
+            if not cell.get("outputs"):
+                found.append(f"cell {i} shows values live but has no output from the build")
+            if not cell.get("metadata", {}).get("jupyter", {}).get("source_hidden"):
+                found.append(f"cell {i} shows values live but its input is not hidden")
+            if not records:
+                found.append(f"cell {i} shows values live before the notebook records them (record_glue)")
+        text = shown_markdown({**cell, "source": source})
         for m in RAW_MYST.finditer(text):
             found.append(f"cell {i} shows raw MyST: {text[max(0, m.start() - 30):m.end() + 30]!r}")
-        if "(not computed)" in text or "computed when the notebook runs" in text:
+        if "(not computed" in text or "computed when the notebook runs" in text:
             found.append(f"cell {i} has a number or figure that was not filled in")
         for name in re.findall(r"attachment:([^)\s]+)", text):
             if name not in cell.get("attachments", {}):
@@ -80,12 +93,24 @@ def page_stats(text: str) -> dict:
     from bs4 import BeautifulSoup
 
     body = article_body(BeautifulSoup(text, "html.parser"))
+    for block in body.find_all("pre"):
+        # Highlighted code is one <span> per token: count its words as written, not per token.
+        block.string = block.get_text("")
     prose = " ".join(p.get_text(" ") for p in body.find_all("p") if p.find_parent("details") is None)
     return {"prose_words": words(prose), "total_words": words(body.get_text(" ")),
             "provenance_blocks": len(body.select("details.provenance")),
             "verdict_tables": len(body.select("table.verdict-table")),
             "history": [m.group(0) for m in HISTORY.finditer(body.get_text(" "))],
-            "raw_arrays": len(RAW_ARRAY.findall(body.get_text(" ")))}
+            "raw_arrays": len(RAW_ARRAY.findall(output_text(body)))}
+
+
+def output_text(body) -> str:
+    """The page's text without code that a reader reads as code (cell inputs, code blocks): a raw array
+    is printed output, while ``np.array([...])`` in code is fine."""
+    inputs = body.select(".cell_input, div[class*='highlight-']")
+    code = {id(element) for element in inputs if element.find_parent(class_="cell_output") is None}
+    return " ".join(text for text in body.find_all(string=True)
+                    if not any(id(parent) in code for parent in text.parents))
 
 
 def article_problems(stats: dict) -> list[str]:

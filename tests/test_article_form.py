@@ -124,6 +124,8 @@ def test_page_stats_counts_prose_outside_dropdowns_and_all_words():
     assert stats["prose_words"] == 3
     assert stats["total_words"] == 1 + 3 + 2 + 3 + 1          # title, prose, dropdown, code, table
     assert stats["verdict_tables"] == 1 and stats["provenance_blocks"] == 1
+    highlighted = '<pre><span class="n">x</span><span class="o">=</span><span class="mi">1</span></pre>'
+    assert check_html.page_stats(PAGE.format(body=highlighted))["total_words"] == 1 + 1   # title, "x=1"
     assert check_html.article_problems(stats) == [] and check_html.layout_problems(stats) == []
 
 
@@ -174,3 +176,27 @@ def test_figures_in_a_kernel_record_their_text_size_inline_and_glued():
     assert len(images) == 4                              # three inline figures and the glued one
     assert all(float(book.png_text(png)[book.TEXT_SIZE_KEY]) == pytest.approx(9 * 100 / 72, abs=0.01)   # the 9 pt label
                for png in images)
+
+
+def test_figure_html_embeds_the_png_with_alt_text_caption_and_record():
+    import base64
+    import re
+
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.set_xlabel("step size", fontsize=11)
+    html = book.figure_html(fig, alt="A curve & its <axes>", caption="Figure A1. A caption.").data
+    assert 'alt="A curve &amp; its &lt;axes&gt;"' in html and "<figcaption><p>Figure A1. A caption.</p>" in html
+    png = base64.b64decode(re.search(r'src="data:image/png;base64,([^"]+)"', html).group(1))
+    assert book.TEXT_SIZE_KEY in book.png_text(png)
+    assert not plt.fignum_exists(fig.number)                   # shown only where it is pasted
+    with pytest.raises(ValueError, match="alt"):
+        book.figure_html(plt.figure(), alt=" ")
+    assert book.scrolling_table("<table></table>").data == '<div class="claims-scroll"><table></table></div>'
+
+
+def test_code_that_builds_an_array_is_not_a_printed_array():
+    body = ('<div class="cell_input"><pre>x = np.array([1, 2])</pre></div>'
+            '<div class="highlight-python notranslate"><pre>np.array([3])</pre></div>')
+    assert check_html.page_stats(PAGE.format(body=body))["raw_arrays"] == 0
+    printed = '<div class="cell_output"><pre>array([0.1, 0.2])</pre></div>'
+    assert check_html.page_stats(PAGE.format(body=printed))["raw_arrays"] == 1

@@ -123,3 +123,21 @@ def test_an_article_with_verdicts_below_the_first_screen_or_wide_tables_or_small
 
 def test_an_article_without_a_verdict_table_fails(browser, tmp_path):
     assert any("no verdict table" in p for p in check_article(browser, tmp_path, "<p>Text.</p>")[0])
+
+
+def test_an_embedded_figure_is_read_from_its_data_url(browser, tmp_path):
+    """Figures glued onto an audit page are embedded (mcmc_lib.book.figure_html): their text record is
+    read from the data: URL."""
+    import base64
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from mcmc_lib.book import TEXT_SIZE_KEY, add_png_text, figure_png
+
+    fig = plt.figure(figsize=(12, 1), dpi=100)
+    png = base64.b64encode(add_png_text(figure_png(fig), TEXT_SIZE_KEY, "12")).decode("ascii")
+    plt.close(fig)
+    body = VERDICTS + f'<a href="#"><img alt="An embedded figure" src="data:image/png;base64,{png}" style="max-width: 100%"></a>'
+    problems, _ = check_article(browser, tmp_path, body)
+    assert any("figure text shown at" in p and "recorded 12.0 px" in p for p in problems)
