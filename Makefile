@@ -25,7 +25,7 @@ $(error mcmc_lib/portable.py failed: see the message above)
 endif
 $(foreach setting,$(PORTABLE_SETTINGS),$(eval export $(setting)))
 
-.PHONY: help env book test unit sync nbval book-smoke chromium check-browser book-default-check notebook page lab bench export references paper default-store store-check paper-costs clean
+.PHONY: help env book test unit sync nbval book-smoke chromium check-browser book-default-check notebook page lab bench export references paper default-store store-check paper-costs clean publish
 
 help:
 	@echo "make book       - build the HTML book at _build/html/index.html (MCMC_BOOK_PROFILE=default)"
@@ -55,6 +55,8 @@ help:
 	@echo "make paper-costs - what the stored paper runs cost, projected on 16 and 64 workers"
 	@echo "                (COSTS=default: the stored default runs; COSTS=cache: the unit cache;"
 	@echo "                COSTS=checkpoint: what unfinished paper runs have done)"
+	@echo "make publish    - push the built book (_build/html, from make book) to the gh-pages branch of"
+	@echo "                PUBLISH_REMOTE (default origin) with ghp-import"
 	@echo "make env        - create .venv with the pins of requirements.txt"
 	@echo "make clean      - remove _build (the book, the unit cache, executed notebooks)"
 	@echo "make help       - this list"
@@ -196,6 +198,14 @@ store-check: $(STAMP)
 # COSTS=checkpoint: the finished units of unfinished paper runs, results/paper/*/checkpoint/).
 paper-costs: $(STAMP)
 	$(BIN)/python -m mcmc_lib.store $(if $(filter default,$(COSTS)),--costs store --profile default,--costs $${COSTS:-store})
+
+# The built book on GitHub Pages from a gh-pages branch, the Jupyter Book way (ghp-import -n -p -f:
+# .nojekyll, push, force): .ci/publish, which refuses when there is no built book. A fork that lets
+# GitHub Actions publish instead (.github/workflows/book.yml) needs no make publish.
+PUBLISH_REMOTE ?= origin
+PUBLISH_DIR ?= _build/html
+publish: $(STAMP)
+	.ci/publish $(PUBLISH_DIR) $(PUBLISH_REMOTE) $(BIN)/ghp-import
 
 clean:
 	rm -rf _build

@@ -36,7 +36,17 @@ from scipy import stats
 from .profiles import PROFILES, active_profile
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-CLAIMS_DIR = REPO_ROOT / "_build" / "claims"
+CLAIMS_DIR = REPO_ROOT / "_build" / "claims"   # where the book build writes claims and the scoreboard reads them
+
+
+def claims_directory() -> Path:
+    """Where a chapter writes its claims by default: CLAIMS_DIR when it runs inside the repository, else
+    ``claims/`` of ``mcmc_lib.units.output_directory()`` (``./mcmc_book_output/claims``: a downloaded
+    notebook run elsewhere does not add its claims to a clone's scoreboard)."""
+    from .units import output_directory
+
+    output = output_directory()
+    return CLAIMS_DIR if output == REPO_ROOT / "_build" else output / "claims"
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
@@ -71,6 +81,9 @@ class Estimate:
     replicates: list = field(default_factory=list)
     seeds: list = field(default_factory=list)
     spread: float = float("nan")     # sd of one replicate, for the replicates an inconclusive claim needs
+    # An unpaired comparison x vs y keeps x's replicates and seeds above and y's here
+    # ({"replicates": [...], "seeds": [...]}); empty for every other estimate.
+    second_sample: dict = field(default_factory=dict)
 
     def __post_init__(self):
         for name in ("value", "low", "high"):
@@ -87,11 +100,8 @@ class Estimate:
         ``log_scale=True`` averages log(values) and maps the interval back (a geometric mean), which
         suits ratios such as "1.25x faster": their spread is multiplicative.
         """
-        values = np.asarray(values, dtype=float).ravel()
-        if values.size < 2:
-            raise ValueError(f"values must hold at least 2 replicates for an interval, got {values.size}")
-        if not np.all(np.isfinite(values)):
-            raise ValueError(f"values must be finite, got {values.tolist()}")
+        values = _replicate_values(values, "values")
+        seeds = _seed_per_replicate(seeds, values.size, "seeds")
         if log_scale and np.any(values <= 0):
             raise ValueError("values must be positive with log_scale=True")
         work = np.log(values) if log_scale else values
@@ -103,8 +113,7 @@ class Estimate:
             mean, low, high = math.exp(mean), math.exp(low), math.exp(high)
         method = (f"{'geometric ' if log_scale else ''}mean of {n} independent replicates, "
                   f"{100 * level:.0f}% Student-t interval")
-        return cls(mean, low, high, n, level, method, values.tolist(),
-                   [] if seeds is None else [_plain(s) for s in seeds], sd)
+        return cls(mean, low, high, n, level, method, values.tolist(), seeds, sd)
 
     @classmethod
     def from_interval(cls, value, low, high, n_replicates: int, method: str, level: float = 0.95,
@@ -130,16 +139,128 @@ class Estimate:
                    f"fraction of {n} replicates won by {claimed}, Wilson score interval",
                    [float(w == claimed) for w in winners], [] if seeds is None else [_plain(s) for s in seeds])
 
+    # Comparisons of two methods: pair only what the design pairs ---------------------------------------
+
+    @classmethod
+    def paired_difference(cls, x, y, *, seeds, level: float = 0.95) -> "Estimate":
+        """Mean of x - y over pairs the design made: x[i] and y[i] ran on the same ``seeds[i]`` (common
+        random numbers, the same data draw). Chains run independently are not pairs (matching chain i of
+        one method with chain i of another is arbitrary): use ``unpaired_difference`` for them."""
+        x, y = _pairs(x, y, seeds)
+        estimate = cls.from_replicates(x - y, seeds, level)
+        estimate.method = (f"mean paired difference over {x.size} pairs sharing their seeds (common random "
+                           f"numbers or data draw), {100 * level:.0f}% Student-t interval")
+        return estimate
+
+    @classmethod
+    def paired_ratio(cls, x, y, *, seeds, level: float = 0.95) -> "Estimate":
+        """Geometric mean of x / y over pairs the design made (as ``paired_difference``), for ratios such as
+        "1.25x faster": Student-t on log(x / y), mapped back."""
+        x, y = _pairs(x, y, seeds)
+        if np.any(x <= 0) or np.any(y <= 0):
+            raise ValueError("x and y must be positive for a ratio")
+        estimate = cls.from_replicates(x / y, seeds, level, log_scale=True)
+        # "geometric" first: Rule.gap reads the method to project on the log scale
+        estimate.method = (f"geometric mean of paired ratios over {x.size} pairs sharing their seeds (common "
+                           f"random numbers or data draw), {100 * level:.0f}% Student-t interval on log values")
+        return estimate
+
+    @classmethod
+    def unpaired_difference(cls, x, y, *, seeds_x=None, seeds_y=None, level: float = 0.95) -> "Estimate":
+        """mean(x) - mean(y) for independent runs (no common seeds or data draws): Welch's interval, whose
+        Welch-Satterthwaite degrees of freedom allow the two spreads to differ. ``n_replicates`` is the
+        smaller sample and ``spread`` sqrt(sd_x^2 + sd_y^2), so that ``Rule.replicates_to_decide`` counts
+        replicates per method."""
+        x, y = _replicate_values(x, "x"), _replicate_values(y, "y")
+        difference, half, df = _welch(x, y, level)
+        method = (f"difference of means of {x.size} and {y.size} independent replicates (unpaired), "
+                  f"{100 * level:.0f}% Welch interval (df {df:.1f})")
+        return cls._unpaired(difference, half, x, y, seeds_x, seeds_y, level, method)
+
+    @classmethod
+    def unpaired_ratio(cls, x, y, *, seeds_x=None, seeds_y=None, level: float = 0.95) -> "Estimate":
+        """The ratio of geometric means x / y for independent runs: Welch's interval on log values, mapped
+        back (ratios spread multiplicatively). Replicate counts and spread as ``unpaired_difference``, on
+        the log scale."""
+        x, y = _replicate_values(x, "x"), _replicate_values(y, "y")
+        if np.any(x <= 0) or np.any(y <= 0):
+            raise ValueError("x and y must be positive for a ratio")
+        log_x, log_y = np.log(x), np.log(y)
+        difference, half, df = _welch(log_x, log_y, level)
+        # "geometric" first: Rule.gap reads the method to project on the log scale
+        method = (f"geometric mean ratio of {x.size} and {y.size} independent replicates (unpaired), "
+                  f"{100 * level:.0f}% Welch interval on log values (df {df:.1f}), mapped back")
+        estimate = cls._unpaired(difference, half, log_x, log_y, seeds_x, seeds_y, level, method)
+        estimate.value, estimate.low, estimate.high = (math.exp(v) for v in (estimate.value, estimate.low,
+                                                                             estimate.high))
+        estimate.replicates, estimate.second_sample["replicates"] = x.tolist(), y.tolist()
+        return estimate
+
+    @classmethod
+    def _unpaired(cls, difference, half, x, y, seeds_x, seeds_y, level, method) -> "Estimate":
+        seeds_x = _seed_per_replicate(seeds_x, x.size, "seeds_x")
+        seeds_y = _seed_per_replicate(seeds_y, y.size, "seeds_y")
+        spread = math.sqrt(x.var(ddof=1) + y.var(ddof=1))
+        return cls(difference, difference - half, difference + half, min(x.size, y.size), level, method,
+                   x.tolist(), seeds_x, spread, {"replicates": y.tolist(), "seeds": seeds_y})
+
     def text(self, digits: int = 3) -> str:
         fmt = _number_format(digits)
         return f"{fmt(self.value)} [{fmt(self.low)}, {fmt(self.high)}]"
 
 
 def _plain(seed):
-    """A seed as JSON: an int or a list of ints."""
+    """A seed as JSON: an int or a list of them (nested for a replicate made of several runs, e.g. a ratio
+    of two independent chains has the pair of their seeds)."""
     if isinstance(seed, (list, tuple, np.ndarray)):
-        return [int(s) for s in seed]
+        return [_plain(s) for s in seed]
     return int(seed)
+
+
+def _replicate_values(values, name: str) -> np.ndarray:
+    """Replicate values as a flat float array: at least 2 (for an interval), all finite."""
+    values = np.asarray(values, dtype=float).ravel()
+    if values.size < 2:
+        raise ValueError(f"{name} must hold at least 2 replicates for an interval, got {values.size}")
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"{name} must be finite, got {values.tolist()}")
+    return values
+
+
+def _seed_per_replicate(seeds, n_replicates: int, name: str) -> list:
+    """The record lists each replicate's own seed: ``seeds`` (None for none) must have one per replicate."""
+    if seeds is None:
+        return []
+    seeds = list(seeds)
+    if len(seeds) != n_replicates:
+        raise ValueError(f"{name} must give one seed per replicate: {n_replicates} replicates, {len(seeds)} "
+                         f"seeds (a replicate made of several runs takes the list of their seeds)")
+    return [_plain(s) for s in seeds]
+
+
+def _pairs(x, y, seeds):
+    """x and y as arrays of pairs: same length, and the seeds that made them pairs."""
+    x, y = _replicate_values(x, "x"), _replicate_values(y, "y")
+    if x.size != y.size:
+        raise ValueError(f"x and y must have the same length to be paired, got {x.size} and {y.size}: a pair "
+                         "is two runs on one seed, so unequal counts mean the runs are not paired (use the "
+                         "unpaired_ constructors)")
+    if seeds is None:
+        raise ValueError("seeds must name the seed each pair shares: pair only what the design pairs (common "
+                         "random numbers, the same data draw); independent runs take the unpaired_ constructors")
+    return x, y
+
+
+def _welch(x: np.ndarray, y: np.ndarray, level: float):
+    """Welch's interval for mean(x) - mean(y) from independent samples: (difference, half-width, df), with
+    the Welch-Satterthwaite degrees of freedom."""
+    var_x, var_y = x.var(ddof=1) / x.size, y.var(ddof=1) / y.size
+    difference = float(x.mean() - y.mean())
+    if var_x + var_y == 0:                  # no spread in either: the interval is the point
+        return difference, 0.0, float(x.size + y.size - 2)
+    df = (var_x + var_y) ** 2 / (var_x ** 2 / (x.size - 1) + var_y ** 2 / (y.size - 1))
+    half = float(stats.t.ppf(0.5 + level / 2, df)) * math.sqrt(var_x + var_y)
+    return difference, half, float(df)
 
 
 def _number_format(digits):
@@ -201,6 +322,23 @@ class Rule:
             raise ValueError(f"low must be below high, got [{low}, {high}]")
         return cls("within", _require_text(quantity, "quantity"), low=low, high=high, why=_require_text(why, "why"))
 
+    @classmethod
+    def cells_agree(cls, quantity: str, why: str, *, alpha: float = 0.05, test: str = "bonferroni",
+                    tolerance: float | None = None, power: float = 0.8) -> "AgreementRule":
+        """The rule of a claim that a figure's (or table's) cells agree with the published values, decided as
+        one claim by one test over the cells (``AgreementRule``; ``ClaimsRegistry.decide_figure``)."""
+        if not 0 < alpha < 1:
+            raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
+        if test not in AGREEMENT_TESTS:
+            raise ValueError(f"test must be one of {', '.join(AGREEMENT_TESTS)}, got {test!r}")
+        if tolerance is not None and not _finite(tolerance, "tolerance") > 0:
+            raise ValueError(f"tolerance must be positive, got {tolerance!r}")
+        if not 0 < power < 1:
+            raise ValueError(f"power must lie in (0, 1), got {power!r}")
+        return AgreementRule("agreement", _require_text(quantity, "quantity"), why=_require_text(why, "why"),
+                             alpha=float(alpha), test=test,
+                             tolerance=float("nan") if tolerance is None else float(tolerance), power=float(power))
+
     def text(self) -> str:
         if self.kind == "within":
             side = f"{self.quantity} in [{self.low:g}, {self.high:g}]"
@@ -228,7 +366,8 @@ class Rule:
         """How many replicates would make the interval clear the nearest threshold if the mean and the spread
         of one replicate stayed as observed: the smallest n whose Student-t half-width, t(n - 1) sd / sqrt(n),
         is below the gap (on the log scale for a geometric mean). None when the spread is unknown, the mean
-        sits on the threshold, or a geometric mean faces a threshold <= 0.
+        sits on the threshold, a geometric mean faces a threshold <= 0, or more than
+        ``MAX_REPLICATES_TO_DECIDE`` would be needed (``replicates_to_decide_text`` tells these apart).
 
         ``rule_at``: for a rule whose threshold moves with the number of replicates (a band of joint
         standard errors of ours and the paper's narrows as ours grow), n -> the rule as declared for n
@@ -244,10 +383,17 @@ class Rule:
         gap = self.gap(estimate)
         if gap is None:
             return None
-        # t > z, so the normal approximation (z sd / gap)^2 is a lower bound: step up from it.
-        n = max(first, math.ceil((stats.norm.ppf(quantile) * sd / gap) ** 2))
+        # t > z, so the normal approximation (z sd / gap)^2 is a lower bound: step up from it. An estimate a
+        # rounding error from its threshold gives a count past any run (and past what scipy takes as degrees
+        # of freedom), so the count is capped as the moving-band search is.
+        normal_count = (stats.norm.ppf(quantile) * sd / gap) ** 2
+        if normal_count > MAX_REPLICATES_TO_DECIDE:
+            return None
+        n = max(first, math.ceil(normal_count))
         while stats.t.ppf(quantile, n - 1) * sd / math.sqrt(n) >= gap:
             n += 1
+            if n > MAX_REPLICATES_TO_DECIDE:
+                return None
         return n
 
     def gap(self, estimate: Estimate) -> float | None:
@@ -261,6 +407,19 @@ class Rule:
             value, edges = math.log(value), [math.log(edge) for edge in edges]
         gap = min(abs(value - edge) for edge in edges)
         return gap if gap > 0 else None
+
+    def replicates_to_decide_text(self, estimate: Estimate, rule_at=None) -> str:
+        """What would decide an inconclusive claim, for its note: "About N replicates at this spread would
+        decide it", "More than N ..." when the count passes ``MAX_REPLICATES_TO_DECIDE``, or, with no spread
+        or gap to project from, "More replicates or longer runs would decide it"."""
+        needed = self.replicates_to_decide(estimate, rule_at)
+        moving = ", the band narrowing with them as the rule states" if rule_at is not None else ""
+        if needed:
+            return f"About {needed} replicates at this spread would decide it{moving}"
+        has_spread = math.isfinite(estimate.spread) and estimate.spread > 0
+        if has_spread and (rule_at is not None or self.gap(estimate) is not None):
+            return f"More than {MAX_REPLICATES_TO_DECIDE:,} replicates at this spread would decide it{moving}"
+        return "More replicates or longer runs would decide it"
 
 
 MAX_REPLICATES_TO_DECIDE = 100_000
@@ -296,6 +455,254 @@ def _finite(value, name):
 
 
 # --------------------------------------------------------------------------------------------------
+# "X beats each of the others": one comparison per competitor
+# --------------------------------------------------------------------------------------------------
+
+def against_each(values: dict, ours: str, *, common_seeds=None, seeds: dict | None = None, ratio: bool = False,
+                 level: float = 0.95) -> dict:
+    """The estimates ``ClaimsRegistry.decide_each`` takes for "``ours`` beats each of the others": one per
+    competitor, ours - theirs (ours / theirs with ``ratio=True``). ``values``: method -> its replicate values.
+
+    Paired only where the design pairs: ``common_seeds`` says that replicate i of every method ran on
+    ``common_seeds[i]`` (common random numbers, the same data draw). Without it the runs are independent and
+    each comparison is Welch's (on log values for a ratio); ``seeds`` (method -> its replicates' seeds) is
+    then recorded with them."""
+    if ours not in values or len(values) < 2:
+        raise ValueError(f"values must hold {ours!r} and at least one competitor, got {sorted(values)}")
+    seeds = seeds or {}
+    estimates = {}
+    for name, theirs in values.items():
+        if name == ours:
+            continue
+        if common_seeds is not None:
+            paired = Estimate.paired_ratio if ratio else Estimate.paired_difference
+            estimates[name] = paired(values[ours], theirs, seeds=common_seeds, level=level)
+        else:
+            unpaired = Estimate.unpaired_ratio if ratio else Estimate.unpaired_difference
+            estimates[name] = unpaired(values[ours], theirs, seeds_x=seeds.get(ours), seeds_y=seeds.get(name),
+                                       level=level)
+    return estimates
+
+
+def each_must_pass(outcomes) -> str:
+    """The outcome of "X beats each": reproduced only if every comparison is, not reproduced if any is not,
+    else inconclusive. An intersection of one-sided tests, each at the rule's level, keeps the chance of
+    "reproduced" for samplers that are in fact equal at most that of one test (2.5% for 95% intervals):
+    deciding against "the best of the others" would not, as E[X - min(A, B)] > 0 even when X, A and B are
+    identical. "Not reproduced" is a union: for k competitors equal to X it comes at up to k times that
+    rate (the issue's rule; a chapter that finds this too eager can state wider intervals in its rule)."""
+    outcomes = list(outcomes)
+    if NOT_REPRODUCED in outcomes:
+        return NOT_REPRODUCED
+    return REPRODUCED if all(o == REPRODUCED for o in outcomes) else INCONCLUSIVE
+
+
+# --------------------------------------------------------------------------------------------------
+# "A figure's cells agree with the published values": one claim, one test over its cells
+# --------------------------------------------------------------------------------------------------
+
+@dataclass
+class AgreementCell:
+    """One cell of a published figure or table against ours, for a figure's agreement claim: our replicate
+    values (independent runs) and the published value with its standard error. ``published_n``: the number
+    of the authors' replicates behind the value, for Welch's degrees of freedom; None takes their standard
+    error as known (e.g. read off error bars)."""
+    name: str
+    ours: list
+    published: float
+    published_se: float = 0.0
+    published_n: int | None = None
+    seeds: list = field(default_factory=list)
+
+    def __post_init__(self):
+        self.name = _require_text(self.name, "name")
+        values = _replicate_values(self.ours, f"ours (cell {self.name!r})")
+        self.ours = values.tolist()
+        self.published = _finite(self.published, "published")
+        self.published_se = _finite(self.published_se, "published_se")
+        if self.published_se < 0:
+            raise ValueError(f"published_se must be at least 0, got {self.published_se}")
+        if self.published_n is not None and (isinstance(self.published_n, bool)
+                                             or not isinstance(self.published_n, (int, np.integer))
+                                             or self.published_n < 2):
+            raise ValueError(f"published_n must be an int of at least 2 or None, got {self.published_n!r}")
+        no_seeds = self.seeds is None or len(self.seeds) == 0
+        self.seeds = _seed_per_replicate(None if no_seeds else self.seeds, values.size, "seeds")
+
+    @classmethod
+    def from_authors_replicates(cls, name: str, ours, authors, seeds=None) -> "AgreementCell":
+        """A cell whose published value is the mean of the authors' own replicates (their spread known)."""
+        authors = _replicate_values(authors, "authors")
+        return cls(name, ours, float(authors.mean()), float(authors.std(ddof=1) / math.sqrt(authors.size)),
+                   int(authors.size), seeds)
+
+
+AGREEMENT_TESTS = ("bonferroni", "chi-squared")
+
+
+@dataclass
+class AgreementRule(Rule):
+    """The rule of a figure's agreement claim: no cell departs from the published value at family-wise level
+    ``alpha``. Each cell's z is (ours - published) / sqrt(our se^2 + published se^2), so each spread counts
+    once (a band of joint standard errors around our interval counts ours twice). ``test``: "bonferroni"
+    (max |z| over the k cells against the normal quantile at alpha / 2k; a departing cell is named) or
+    "chi-squared" (the sum of z^2 against chi-squared with k degrees of freedom; more power against many
+    small departures; it needs the cells independent). ``tolerance``: the departure in one cell the paper
+    would count as disagreement; with it, "no cell departs" is reproduced only when the test had at least
+    ``power`` to detect that departure in every cell, and inconclusive otherwise (too few replicates, or too
+    wide a published error, to tell). Without it the outcome is never inconclusive, and a weak test passes
+    easily: give one where the paper states a tolerance. Make it with ``Rule.cells_agree``."""
+    alpha: float = 0.05
+    test: str = "bonferroni"
+    tolerance: float = float("nan")
+    power: float = 0.8
+
+    def text(self) -> str:
+        test = ("max |z| over the cells against a Bonferroni bound" if self.test == "bonferroni"
+                else "sum of z^2 over the cells against chi-squared")
+        text = (f"every cell of {self.quantity} agrees with the published value: no departure at family-wise "
+                f"level {self.alpha:g} ({test}; each z counts our spread and the published one once)")
+        if math.isfinite(self.tolerance):
+            text += (f", with power of at least {self.power:.0%} to detect a departure of {self.tolerance:g} in "
+                     "any one cell, else inconclusive")
+        return f"{text} ({self.why})"
+
+    def decide(self, estimate) -> str:
+        raise ValueError("an agreement rule decides a figure's cells, not one estimate: use rule.assess(cells) "
+                         "and ClaimsRegistry.decide_figure")
+
+    def assess(self, cells) -> "FigureAgreement":
+        """The test over ``cells`` (AgreementCell, one per cell of the figure): statistic, bound, outcome, and
+        the per-cell rows for the audit page."""
+        cells = list(cells)
+        if not cells or not all(isinstance(c, AgreementCell) for c in cells):
+            raise ValueError("cells must be a non-empty list of mcmc_lib.claims.AgreementCell")
+        if len({c.name for c in cells}) != len(cells):
+            raise ValueError(f"cells must have distinct names, got {[c.name for c in cells]}")
+        n = np.array([len(c.ours) for c in cells])
+        sd = np.array([np.std(c.ours, ddof=1) for c in cells])
+        published_se = np.array([c.published_se for c in cells])
+        difference = np.array([np.mean(c.ours) - c.published for c in cells])
+        our_var, published_var = sd ** 2 / n, published_se ** 2
+        joint_se = np.sqrt(our_var + published_var)
+        # Welch-Satterthwaite; a published se without its replicate count is taken as known (no df term)
+        published_term = np.array([published_var[i] ** 2 / (c.published_n - 1) if c.published_n else 0.0
+                                   for i, c in enumerate(cells)])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            df = np.where(our_var + published_var > 0,
+                          (our_var + published_var) ** 2 / (our_var ** 2 / (n - 1) + published_term), n - 1.0)
+            t = np.where(joint_se > 0, difference / joint_se, np.where(difference == 0, 0.0, np.inf))
+        p_cell = 2 * stats.t.sf(np.abs(t), np.nan_to_num(df, nan=np.inf, posinf=np.inf))
+        # cells of different df compare on one scale: the normal deviate with the same two-sided p
+        z = stats.norm.isf(p_cell / 2)
+        statistic, bound, p_value = self._family(z)
+        power = self._power(joint_se) if math.isfinite(self.tolerance) else float("nan")
+        outcome = (NOT_REPRODUCED if p_value < self.alpha else
+                   INCONCLUSIVE if power < self.power else REPRODUCED)
+        cell_bound = self._bonferroni_bound(len(cells))
+        rows = [{"cell": c.name, "R": int(n[i]), "ours": float(np.mean(c.ours)), "our se": float(sd[i] / math.sqrt(n[i])),
+                 "published": c.published, "published se": c.published_se, "published R": c.published_n,
+                 "difference": float(difference[i]), "joint se": float(joint_se[i]), "df": float(df[i]),
+                 "z": float(math.copysign(z[i], difference[i])), "p": float(p_cell[i]),
+                 "beyond Bonferroni bound": bool(z[i] > cell_bound), "replicates": c.ours, "seeds": c.seeds}
+                for i, c in enumerate(cells)]
+        agreement = FigureAgreement(self, rows, statistic, bound, p_value, power, outcome)
+        if outcome == INCONCLUSIVE:
+            agreement.to_decide = self._to_decide(difference, sd, published_se, int(n.min()))
+        return agreement
+
+    def _bonferroni_bound(self, k: int) -> float:
+        return float(stats.norm.isf(self.alpha / (2 * k)))
+
+    def _family(self, z: np.ndarray):
+        """(statistic, its bound at level alpha, family-wise p-value) of the cells' z."""
+        k = z.size
+        if self.test == "bonferroni":
+            statistic = float(np.max(z))
+            p_value = min(1.0, k * 2 * float(stats.norm.sf(statistic)))
+            return statistic, self._bonferroni_bound(k), p_value
+        statistic = float(np.sum(z ** 2))
+        return statistic, float(stats.chi2.isf(self.alpha, k)), float(stats.chi2.sf(statistic, k))
+
+    def _power(self, joint_se: np.ndarray) -> float:
+        """The chance the test flags a departure of ``tolerance`` in one cell (the others agreeing), for the
+        cell where it is smallest; normal approximation (the se taken as known)."""
+        k = joint_se.size
+        with np.errstate(divide="ignore"):
+            shift = self.tolerance / joint_se
+        if self.test == "bonferroni":
+            bound = self._bonferroni_bound(k)
+            per_cell = stats.norm.sf(bound - shift) + stats.norm.cdf(-bound - shift)
+        else:
+            per_cell = stats.ncx2.sf(stats.chi2.isf(self.alpha, k), k, shift ** 2)
+        per_cell = np.where(np.isinf(shift), 1.0, per_cell)      # a cell with no error at all sees any departure
+        return float(np.min(per_cell))
+
+    def _to_decide(self, difference, sd, published_se, n_now: int) -> str:
+        """For an inconclusive figure: how many of our replicates per cell would give the power, with the
+        authors' error in every joint se (it does not shrink as ours grow), and which way the test would then
+        go at the observed differences."""
+        joint_se_at = lambda n: np.sqrt(sd ** 2 / n + published_se ** 2)
+        if self._power(published_se) < self.power:
+            return (f"No number of our replicates would decide it: the published standard errors alone leave the "
+                    f"test {self._power(published_se):.0%} power to detect a departure of {self.tolerance:g} "
+                    f"(the authors' own replicates would have to grow).")
+        if self._power(joint_se_at(MAX_REPLICATES_TO_DECIDE)) < self.power:
+            return (f"More than {MAX_REPLICATES_TO_DECIDE:,} replicates per cell at this spread would decide it "
+                    "(the published errors included).")
+        low, high = n_now, MAX_REPLICATES_TO_DECIDE        # power rises with n: bisect for the first n with it
+        while high - low > 1:
+            middle = (low + high) // 2
+            low, high = (low, middle) if self._power(joint_se_at(middle)) >= self.power else (middle, high)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z_then = np.abs(difference) / joint_se_at(high)
+        z_then = np.where(np.isnan(z_then), 0.0, z_then)
+        _, _, p_then = self._family(z_then)
+        way = ("not reproduced: some cell would depart" if p_then < self.alpha
+               else "reproduced: no cell would depart")
+        return (f"About {high} replicates per cell at this spread would decide it (the published errors "
+                f"included); at the differences observed, the test would then read {way}.")
+
+
+@dataclass
+class FigureAgreement:
+    """A figure's agreement test, from ``AgreementRule.assess``: the statistic against its bound, the
+    family-wise p-value, the power at the rule's tolerance, the outcome, and one row per cell."""
+    rule: AgreementRule
+    rows: list
+    statistic: float
+    bound: float
+    p_value: float
+    power: float
+    outcome: str
+    to_decide: str = ""      # for an inconclusive outcome: the count that would decide it, and which way
+
+    def text(self, digits: int = 3) -> str:
+        fmt = _number_format(digits)
+        name = "max |z|" if self.rule.test == "bonferroni" else "sum of z^2"
+        return (f"{name} {fmt(self.statistic)} (bound {fmt(self.bound)}, family p = {fmt(self.p_value)}) "
+                f"over {len(self.rows)} cells")
+
+    def table(self):
+        """The per-cell table for the audit page (pandas DataFrame, one row per cell)."""
+        import pandas as pd
+        frame = pd.DataFrame([{k: v for k, v in row.items() if k not in ("replicates", "seeds")}
+                              for row in self.rows])
+        return frame.set_index("cell")
+
+    def estimate(self) -> Estimate:
+        """The statistic as the claim's estimate (a point: the test, not an interval, decides)."""
+        n = min(row["R"] for row in self.rows)
+        method = (f"{self.text()}: each cell's z = (ours - published) / sqrt(our se^2 + published se^2), as "
+                  "the normal deviate of its Welch t with the same p; family-wise level "
+                  f"{self.rule.alpha:g}")
+        if math.isfinite(self.power):
+            method += f"; power {self.power:.0%} to detect {self.rule.tolerance:g} in the weakest cell"
+        return Estimate.from_interval(self.statistic, self.statistic, self.statistic, n, method,
+                                      level=1 - self.rule.alpha)
+
+
+# --------------------------------------------------------------------------------------------------
 # The claim record and the registry a chapter keeps
 # --------------------------------------------------------------------------------------------------
 
@@ -315,6 +722,9 @@ class Claim:
     profile: str = ""
     rule_spec: dict | None = None
     short: str = ""          # the claim in a few words, for the verdict table at the top of its chapter
+    stages: list = field(default_factory=list)        # a staged design: the replicate count at each look
+    comparisons: dict = field(default_factory=dict)   # "X beats each": competitor -> its outcome and estimate
+    cells: list = field(default_factory=list)         # a figure's agreement: one row per cell
 
     @property
     def holds(self) -> bool:
@@ -335,7 +745,7 @@ class ClaimsRegistry:
             raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {profile!r}")
         self.stem = stem
         self.profile = profile
-        self.directory = CLAIMS_DIR if directory is None else Path(directory)
+        self.directory = claims_directory() if directory is None else Path(directory)
         self.claims: list[Claim] = []
         self._declared: dict[str, tuple[Claim, Rule]] = {}
 
@@ -360,7 +770,7 @@ class ClaimsRegistry:
         return self.profile or active_profile()
 
     def decide(self, id: str, estimate: Estimate, *, note: str = "", cause: str = "", wins: dict | None = None,
-               profile: str | None = None, planned: int | None = None, rule_at=None) -> str:
+               profile: str | None = None, planned: int | None = None, rule_at=None, stages=None) -> str:
         """Apply the declared rule to ``estimate`` and record the claim; returns its outcome.
 
         A claim that is not reproduced needs ``cause`` (what was found, or "none found"; shown only for that
@@ -372,28 +782,30 @@ class ClaimsRegistry:
         first clears the threshold would bias the verdict) and its note says how many remain and what the
         rule reads on those run so far. ``rule_at``: for a rule whose threshold moves with the number of
         replicates, n -> the rule as it would be declared for n; the count of replicates that would decide an
-        inconclusive claim then lets the threshold move too (``Rule.replicates_to_decide``)."""
+        inconclusive claim then lets the threshold move too (``Rule.replicates_to_decide``). ``stages``: for a
+        design that added replicates after a first look, the replicate count at each look, e.g. (10, 25),
+        ending at the count the claim is decided on (``planned`` when given); recorded on the claim and told in
+        its note (the interval is not adjusted for the look; the note lets the reader weigh it)."""
         if id not in self._declared:
             raise ValueError(f"claim {id!r} was not declared: call declare() with its rule before the experiment")
         if not isinstance(estimate, Estimate):
             raise ValueError(f"estimate must be a mcmc_lib.claims.Estimate, got {type(estimate).__name__}")
         if profile is not None and profile not in PROFILES:
             raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {profile!r}")
-        if planned is not None and (isinstance(planned, bool) or not isinstance(planned, int)
-                                    or planned < estimate.n_replicates):
-            raise ValueError(f"planned must be an int of at least the estimate's {estimate.n_replicates} "
-                             f"replicates, got {planned!r}")
+        _check_planned(planned, estimate.n_replicates)
         if rule_at is not None and not callable(rule_at):
             raise ValueError(f"rule_at must be a function of the number of replicates returning a Rule, got {rule_at!r}")
+        stages = _stages(stages, planned if planned is not None else estimate.n_replicates)
         pending = planned is not None and estimate.n_replicates < planned     # replicates still to run
         claim, rule = self._declared[id]       # kept declared until recorded, so a refused call can be retried
         claim.profile = profile or claim.profile
         claim.outcome = rule.decide(estimate)
         if pending:
-            note = (f"Decided at the {planned} replicates fixed before the run; {estimate.n_replicates} have run, "
-                    f"the other {planned - estimate.n_replicates} decide it (on those run so far the rule reads "
-                    f"{claim.outcome}). " + note.strip())
+            note = _pending_text(planned, estimate.n_replicates, claim.outcome) + " " + note.strip()
             claim.outcome = INCONCLUSIVE
+        claim.stages = stages
+        if stages:
+            note = _stages_text(stages) + " " + note.strip()
         claim.estimate = asdict(estimate)
         claim.reproduced = f"{estimate.text()} (R = {estimate.n_replicates})"
         claim.wins = {str(k): int(v) for k, v in (wins or {}).items()}
@@ -402,16 +814,102 @@ class ClaimsRegistry:
             parts.append("Cause: " + _require_text(cause, "cause (for a claim that is not reproduced; "
                                                            "say 'none found' if none was)"))
         if claim.outcome == INCONCLUSIVE and not pending:
-            needed = rule.replicates_to_decide(estimate, rule_at)
-            moving = ", the band narrowing with them as the rule states" if rule_at is not None else ""
-            decides = (f"About {needed} replicates at this spread would decide it{moving}" if needed else
-                       "More replicates or longer runs would decide it")
-            if planned is not None:
-                # every planned replicate has run; growing the count until the interval clears the threshold
-                # would bias the verdict, so what decides it is a new set with its count fixed in advance
-                decides = (f"Still undecided at the {planned} replicates fixed before the run. {decides}, as a new "
-                           "set of repeats whose count is fixed before they run")
-            parts.append(decides + ".")
+            parts.append(_undecided_text(rule.replicates_to_decide_text(estimate, rule_at), planned))
+        claim.note = " ".join(parts)
+        del self._declared[id]
+        self.claims.append(claim)
+        return claim.outcome
+
+    def decide_each(self, id: str, estimates: dict, *, note: str = "", cause: str = "",
+                    profile: str | None = None, planned: int | None = None, stages=None) -> str:
+        """For "X beats each of A, B, ..." (or "X is the lowest of all"): the declared rule applied to X
+        against each competitor alone, ``estimates`` holding one per competitor (``against_each``: paired
+        where the design pairs, else Welch). Reproduced only if every comparison is, not reproduced if any is
+        not, else inconclusive (``each_must_pass``). The claim records each comparison's outcome and
+        estimate (``comparisons``) and, as its estimate, the one that decides it (the first comparison that
+        failed, else the closest undecided or closest reproduced one); ``note``, ``cause``, ``profile``,
+        ``planned`` and ``stages`` as in ``decide``."""
+        claim, rule = self._declared_for(id, profile)
+        if not isinstance(estimates, dict) or not estimates or not all(
+                isinstance(e, Estimate) for e in estimates.values()):
+            raise ValueError("estimates must map each competitor to a mcmc_lib.claims.Estimate, got "
+                             f"{estimates!r}")
+        n = min(e.n_replicates for e in estimates.values())
+        _check_planned(planned, n)
+        stages = _stages(stages, planned if planned is not None else n)
+        outcomes = {str(name): rule.decide(e) for name, e in estimates.items()}
+        estimates = {str(name): e for name, e in estimates.items()}
+        outcome = each_must_pass(outcomes.values())
+        deciding = _deciding_comparison(rule, estimates, outcomes)
+        parts = [_stages_text(stages)] if stages else []
+        pending = planned is not None and n < planned
+        if pending:
+            parts.append(_pending_text(planned, n, outcome))
+            outcome = INCONCLUSIVE
+        parts.append(note.strip())
+        parts.append("Decided against each competitor alone, every one must pass: "
+                     + ", ".join(f"vs {name} {o}" for name, o in outcomes.items()) + ".")
+        if outcome == INCONCLUSIVE and not pending:
+            undecided = [name for name, o in outcomes.items() if o == INCONCLUSIVE]
+            counts = [rule.replicates_to_decide(estimates[name]) for name in undecided]
+            if all(counts):
+                decides = f"About {max(counts)} replicates at this spread would decide every comparison"
+            else:
+                decides = rule.replicates_to_decide_text(estimates[deciding])
+            leaning = ", ".join(f"vs {name} {_leaning(rule, estimates[name])}" for name in undecided)
+            parts.append(_undecided_text(f"{decides} (at the values observed: {leaning})", planned))
+        claim.outcome = outcome
+        claim.estimate = asdict(estimates[deciding])
+        claim.comparisons = {name: {"outcome": outcomes[name], "estimate": asdict(e)} for name, e in estimates.items()}
+        claim.reproduced = "; ".join(f"vs {name} {e.text()}" for name, e in estimates.items()) + f" (R = {n})"
+        claim.stages = stages
+        return self._record(id, claim, parts, cause)
+
+    def decide_figure(self, id: str, agreement: FigureAgreement, *, note: str = "", cause: str = "",
+                      profile: str | None = None, stages=None) -> str:
+        """A figure's (or table's) agreement with the published values as one claim: ``agreement`` is the
+        declared ``Rule.cells_agree`` rule's ``assess(cells)``. The claim records the statistic against its
+        bound as its estimate and one row per cell (``cells``; ``agreement.table()`` shows them on the audit
+        page); an inconclusive claim's note says how many replicates per cell would decide it, the published
+        errors included, and which way it would then go. ``stages``: as in ``decide`` (the smallest cell's
+        count ends it)."""
+        claim, rule = self._declared_for(id, profile)
+        if not isinstance(rule, AgreementRule):
+            raise ValueError(f"claim {id!r} was declared with a {rule.kind!r} rule: decide it with decide(), or "
+                             "declare it with Rule.cells_agree")
+        if not isinstance(agreement, FigureAgreement) or not _same_rule(agreement.rule, rule):
+            raise ValueError("agreement must be the declared rule's assess(cells), got "
+                             f"{type(agreement).__name__} under another rule")
+        estimate = agreement.estimate()
+        stages = _stages(stages, estimate.n_replicates)
+        parts = [_stages_text(stages)] if stages else []
+        parts.append(note.strip())
+        if agreement.outcome == INCONCLUSIVE:
+            parts.append(f"No cell departs, but the test has {agreement.power:.0%} power to detect a departure of "
+                         f"{rule.tolerance:g} (at least {rule.power:.0%} fixed before the run). {agreement.to_decide}")
+        claim.outcome = agreement.outcome
+        claim.estimate = asdict(estimate)
+        claim.cells = agreement.rows
+        claim.reproduced = f"{agreement.text()} (R = {estimate.n_replicates})"
+        claim.stages = stages
+        return self._record(id, claim, parts, cause)
+
+    def _declared_for(self, id: str, profile: str | None):
+        """The declared claim and its rule (left declared until recorded, so a refused call can be retried)."""
+        if id not in self._declared:
+            raise ValueError(f"claim {id!r} was not declared: call declare() with its rule before the experiment")
+        if profile is not None and profile not in PROFILES:
+            raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {profile!r}")
+        claim, rule = self._declared[id]
+        claim.profile = profile or claim.profile
+        return claim, rule
+
+    def _record(self, id: str, claim: Claim, parts: list, cause: str) -> str:
+        """Finish a claim's note (a claim not reproduced needs its cause) and record it."""
+        parts = [part for part in parts if part]
+        if claim.outcome == NOT_REPRODUCED:
+            parts.append("Cause: " + _require_text(cause, "cause (for a claim that is not reproduced; "
+                                                           "say 'none found' if none was)"))
         claim.note = " ".join(parts)
         del self._declared[id]
         self.claims.append(claim)
@@ -469,6 +967,70 @@ class ClaimsRegistry:
             raise ValueError(f"id {id!r} is already recorded in chapter {self.stem!r}")
 
 
+def _check_planned(planned, n_replicates: int) -> None:
+    if planned is not None and (isinstance(planned, bool) or not isinstance(planned, int) or planned < n_replicates):
+        raise ValueError(f"planned must be an int of at least the estimate's {n_replicates} replicates, got {planned!r}")
+
+
+def _pending_text(planned: int, n_replicates: int, outcome: str) -> str:
+    return (f"Decided at the {planned} replicates fixed before the run; {n_replicates} have run, the other "
+            f"{planned - n_replicates} decide it (on those run so far the rule reads {outcome}).")
+
+
+def _same_rule(a: Rule, b: Rule) -> bool:
+    """Two rules alike in every field (compared as JSON, so that unset thresholds, NaN, compare equal)."""
+    return type(a) is type(b) and json.dumps(asdict(a)) == json.dumps(asdict(b))
+
+
+def _deciding_comparison(rule: Rule, estimates: dict, outcomes: dict) -> str:
+    """The competitor whose comparison decides "X beats each": the first that failed, else the undecided or
+    (all reproduced) the reproduced one closest to the threshold."""
+    failed = [name for name, o in outcomes.items() if o == NOT_REPRODUCED]
+    if failed:
+        return failed[0]
+    undecided = [name for name, o in outcomes.items() if o == INCONCLUSIVE] or list(outcomes)
+    return min(undecided, key=lambda name: rule.gap(estimates[name]) or 0.0)
+
+
+def _leaning(rule: Rule, estimate: Estimate) -> str:
+    """Which way an undecided comparison leans: the side of the threshold its value lies on."""
+    point = Estimate(estimate.value, estimate.value, estimate.value, estimate.n_replicates, method=estimate.method)
+    side = rule.decide(point)
+    return {REPRODUCED: "leans reproduced", NOT_REPRODUCED: "leans not reproduced"}.get(side, "sits on the threshold")
+
+
+def _undecided_text(decides: str, planned: int | None) -> str:
+    """The sentence an inconclusive claim's note ends with: what would decide it."""
+    if planned is not None:
+        # every planned replicate has run; growing the count until the interval clears the threshold
+        # would bias the verdict, so what decides it is a new set with its count fixed in advance
+        decides = (f"Still undecided at the {planned} replicates fixed before the run. {decides}, as a new "
+                   "set of repeats whose count is fixed before they run")
+    return decides + "."
+
+
+def _stages(stages, final: int) -> list:
+    """A staged design's replicate count at each look, checked: increasing, ending at ``final``."""
+    if stages is None:
+        return []
+    stages = list(stages)
+    counts_ok = all(not isinstance(s, bool) and isinstance(s, (int, np.integer)) and s >= 2 for s in stages)
+    if len(stages) < 2 or not counts_ok or any(b <= a for a, b in zip(stages, stages[1:])):
+        raise ValueError(f"stages must be the increasing replicate counts at each look (at least two, each "
+                         f"at least 2), e.g. (10, 25); got {stages!r}")
+    if stages[-1] != final:
+        raise ValueError(f"stages must end at the {final} replicates the claim is decided on, got {stages!r}")
+    return [int(s) for s in stages]
+
+
+def _stages_text(stages: list) -> str:
+    """(10, 25) -> "Two-stage design: 10 replicates, then 15 more after a first look." """
+    count = {2: "Two", 3: "Three", 4: "Four"}.get(len(stages), str(len(stages)))
+    added = ", then ".join(f"{later - earlier} more" for earlier, later in zip(stages, stages[1:]))
+    looks = "a first look" if len(stages) == 2 else "each look"
+    return f"{count}-stage design: {stages[0]} replicates, then {added} after {looks}."
+
+
 def _short_text(short) -> str:
     if not isinstance(short, str):
         raise ValueError(f"short must be a string (the claim in a few words), got {short!r}")
@@ -489,7 +1051,7 @@ def _text(value) -> str:
 
 def load_claims(directory: Path | None = None) -> dict:
     """{chapter stem: [claim dicts]} from ``_build/claims/*.json``."""
-    directory = CLAIMS_DIR if directory is None else Path(directory)
+    directory = claims_directory() if directory is None else Path(directory)
     return {data["chapter"]: data["claims"]
             for data in (json.loads(p.read_text()) for p in sorted(directory.glob("*.json")))}
 

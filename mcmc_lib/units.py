@@ -38,8 +38,9 @@ returns a summary (ESS, errors, acceptance, a thinned trace for a figure), never
 or a raw chain of millions of draws: results are cached, and paper-profile ones committed.
 
 **The cache.** Each result is written to disk (atomically) as soon as its unit finishes, under
-``_build/cache/units/`` at the repository root; ``MCMC_BOOK_CACHE=<directory>`` moves it and
-``MCMC_BOOK_CACHE=off`` disables it. The key is a hash of
+``_build/cache/units/`` at the repository root (``cache/units/`` of ``output_directory()``: a notebook
+run outside the repository writes to ``./mcmc_book_output/``); ``MCMC_BOOK_CACHE=<directory>`` moves it
+and ``MCMC_BOOK_CACHE=off`` disables it. The key is a hash of
 
 - the function's module, qualified name and source; the sources of the notebook-level functions and
   classes it reaches through its globals (transitively: anything not from an installed package or
@@ -96,12 +97,42 @@ SCHEDULER_ENV = "MCMC_BOOK_DASK_SCHEDULER"
 CACHE_ENV = "MCMC_BOOK_CACHE"
 CACHE_FORMAT = 1                     # bump to invalidate every cached result at once
 _OFF = ("off", "0", "false", "no", "none")
+OUTPUT_ENV = "MCMC_BOOK_OUTPUT"
+OUTSIDE_OUTPUT = "mcmc_book_output"  # under the working directory, when it is outside the repository
 
 
 def repository_root() -> Path:
     """The book's repository (mcmc_lib's parent) when mcmc_lib runs from it, else the working directory."""
     root = PACKAGE_DIR.parent
     return root if (root / "_toc.yml").exists() else Path.cwd()
+
+
+_ANNOUNCED: set = set()
+
+
+def output_directory() -> Path:
+    """Where a chapter writes what it produces (its claims, the unit cache): the repository's ``_build/``
+    when the working directory is inside the repository that holds mcmc_lib (the book build, nbval,
+    ``make``: as always), else ``./mcmc_book_output/``, so that a downloaded notebook run elsewhere with
+    a clone's mcmc_lib does not write into that clone's ``_build/`` (where the clone's scoreboard would
+    read its claims); ``MCMC_BOOK_OUTPUT=<directory>`` chooses it anywhere. Reading is unaffected: the
+    committed stores are still read from the repository. Anywhere but the repository's ``_build/``, the
+    first use in a process prints where."""
+    root = PACKAGE_DIR.parent
+    build = root / "_build"
+    setting = os.environ.get(OUTPUT_ENV, "").strip()
+    if setting:
+        directory = Path(setting).expanduser().absolute()
+    elif (root / "_toc.yml").exists() and Path.cwd().resolve().is_relative_to(root.resolve()):
+        return build
+    else:
+        directory = Path.cwd() / OUTSIDE_OUTPUT
+    if directory.resolve() != build.resolve() and directory not in _ANNOUNCED:
+        _ANNOUNCED.add(directory)
+        why = (f"set by {OUTPUT_ENV}" if setting else
+               f"the working directory is outside the book's repository; {OUTPUT_ENV}=<directory> chooses")
+        print(f"mcmc_lib writes this run's claims and cached results under {directory} ({why})")
+    return directory
 
 
 # ---------------------------------------------------------------- units
@@ -599,13 +630,14 @@ def unit_keys(units) -> list[str]:
 
 
 def cache_directory(cache=None) -> Path | None:
-    """Where unit results are cached: ``cache`` if given, else MCMC_BOOK_CACHE, else
-    ``_build/cache/units`` at the repository root; None when the setting is off."""
+    """Where unit results are cached: ``cache`` if given, else MCMC_BOOK_CACHE, else ``cache/units`` of
+    ``output_directory()`` (``_build/cache/units`` at the repository root when run inside it); None when
+    the setting is off."""
     setting = os.environ.get(CACHE_ENV, "") if cache is None else cache
     if setting is False or str(setting).strip().lower() in _OFF:
         return None
     if setting is True or str(setting).strip() == "":
-        return repository_root() / "_build" / "cache" / "units"
+        return output_directory() / "cache" / "units"
     return Path(setting).expanduser()
 
 

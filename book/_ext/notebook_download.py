@@ -7,10 +7,17 @@ directives (numbers and figures computed by the chapter), ``{cite}``, ``{eq}``, 
 rewrites a chapter notebook into plain Jupyter Markdown:
 
 - ``{literalinclude}`` becomes a fenced code block with the included code;
-- ``{glue:text}`name:fmt``` becomes the glued value, formatted as on the page (when the notebook
-  was executed), and ``{glue:figure}`` the glued image (a cell attachment) with its caption;
 - citations become "(Author, year)", equation references "(n.k)", labelled equations get
-  ``\\tag{n.k}``, cross-references the section or page title.
+  ``\\tag{n.k}``, cross-references the section or page title;
+- a Markdown cell that pastes glued values (``{glue:text}`name:fmt```, ``{glue:figure}``, ``{glue}``)
+  computed above it becomes a code cell with hidden input, ``show_markdown(template)``
+  (``mcmc_lib/notebook.py``), which shows the Markdown with the values the run computed: a reader who
+  reruns the notebook sees their own numbers and figures. Its saved output is the same Markdown with
+  the build's values, so the notebook reads as the page does before any rerun. The first code cell
+  records the values as they are glued (``record_glue()``);
+- a value pasted above the cell that computes it (the verdicts at a chapter's top are computed at its
+  end) cannot be live in a run from top to bottom: it is written in as built, marked "(as built;
+  rerun values at the end of the notebook)", and the cell is shown again, live, at the notebook's end.
 
 Used in three places:
 - the Sphinx extension (``setup`` below) writes the executed, rewritten chapter to
@@ -172,28 +179,55 @@ def format_glue(data: dict, spec: str) -> str:
     return format_plain_text(data["text/plain"], spec or "s")
 
 
+AS_BUILT = "*(as built; rerun values at the end of the notebook)*"
+
+
 class CellRewriter:
-    def __init__(self, book: Book, stem: str, glue: dict | None, base: Path):
+    """Rewrites the MyST of one Markdown cell, the cell at ``position`` of the notebook.
+
+    ``glue``: name -> {"data": {mime: value}, "cell": index of the code cell that glued it (None when
+    unknown)}, from the executed notebook; None when the notebook was not executed. A glue reference
+    stays in the text, to be shown live by ``mcmc_lib.notebook.show_markdown`` (``self.live``), when the
+    value is computed above the cell (or the notebook was not executed, or ``position`` is None: the
+    copy at the notebook's end); one computed below is written in as built (``self.forward``)."""
+
+    def __init__(self, book: Book, stem: str, glue: dict | None, base: Path, position: int | None = None):
         self.book = book
         self.stem = stem
-        self.glue = glue  # name -> output dict (data: {mime: value}); None when not executed
+        self.glue = glue
         self.base = base
+        self.position = position
         self.attachments: dict[str, dict] = {}
         self.problems: list[str] = []
+        self.live = False       # the text keeps a glue reference to show live
+        self.forward: set[str] = set()   # values computed below the cell, which the text shows as built
 
-    def glue_text(self, body: str) -> str:
-        key, _, spec = body.rpartition(":") if ":" in body else (body, "", "")
-        if self.glue is None:
-            return f"`{key}` (computed when the notebook runs)"
-        if key not in self.glue or "text/plain" not in self.glue[key]["data"]:
+    def is_live(self, key: str) -> bool:
+        if self.glue is None or self.position is None:
+            return True
+        if key not in self.glue:
             self.problems.append(f"nothing glued under {key!r}")
+            return False
+        cell = self.glue[key].get("cell")
+        if cell is not None and cell > self.position:
+            self.forward.add(key)
+            return False
+        return True
+
+    def glue_text(self, m: re.Match) -> str:
+        body = m["body"]
+        key, _, spec = body.partition(":")
+        if self.is_live(key):
+            self.live = True
+            return f"{{glue:text}}`{body}`"
+        if key not in self.glue or "text/plain" not in self.glue[key]["data"]:
             return f"`{key}` (not computed)"
-        return format_glue(self.glue[key]["data"], spec)
+        return f"{format_glue(self.glue[key]['data'], spec)} {AS_BUILT}"
 
     def role(self, m: re.Match) -> str:
         role, body = m["role"], m["body"]
-        if role in ("glue:text", "glue"):
-            return self.glue_text(body)
+        if role in ("glue:text", "glue", "glue:any"):
+            return self.glue_text(m)
         if role in ("cite", "cite:p", "cite:ps"):
             return self.book.cite(body, textual=False)
         if role in ("cite:t", "cite:ts"):
@@ -221,20 +255,18 @@ class CellRewriter:
         options, content = _options(m["body"])
         if name == "literalinclude":
             return literalinclude(arg, options, self.base)
-        if name in ("glue:figure", "glue"):
-            caption = self.inline(content)
-            if self.glue is None or arg not in self.glue:
-                return f"*Figure (computed when the notebook runs).* {caption}"
-            data = self.glue[arg]["data"]
-            mime = next((k for k in ("image/png", "image/jpeg", "image/svg+xml") if k in data), None)
-            if mime is None:
-                return caption
-            filename = f"{arg}.{mime.split('/')[1].split('+')[0]}"
-            self.attachments[filename] = {mime: data[mime]}
+        if name in ("glue:figure", "glue", "glue:any"):
             number = self.book.figures.get(options.get("name", ""), "")
-            alt = options.get("alt", caption.split(". ")[0] if caption else arg).replace("]", "")
-            label = f"**Fig. {number}.** " if number else ""
-            return f"![{alt}](attachment:{filename})\n\n{label}{caption}"
+            text = self.inline(content)
+            caption = (f"**Fig. {number}.** " if number else "") + text
+            if self.is_live(arg):
+                # shown by mcmc_lib.notebook.render: the glued figure or table, then its caption
+                self.live = True
+                return f"```{{{name}}} {arg}\n{caption}\n```"
+            if arg not in self.glue:
+                return f"*Figure `{arg}` (not computed).* {caption}"
+            alt = options.get("alt", text.split(". ")[0] if text else arg)
+            return self.as_built(arg, alt, caption)
         if name in ("math",):
             return f"$$\n{content}\n$$"
         if name in ("note", "warning", "important", "tip", "admonition", "seealso", "attention"):
@@ -244,6 +276,20 @@ class CellRewriter:
         if name == "bibliography":
             return ""
         return self.inline(content)
+
+    def as_built(self, name: str, alt: str, caption: str) -> str:
+        """A glued figure or table written into the Markdown as the build computed it."""
+        data = self.glue[name]["data"]
+        mime = next((k for k in ("image/png", "image/jpeg", "image/svg+xml") if k in data), None)
+        if mime is not None:
+            filename = f"{name}.{mime.split('/')[1].split('+')[0]}"
+            self.attachments[filename] = {mime: data[mime]}
+            shown = f"![{alt.replace(']', '')}](attachment:{filename})"
+        elif "text/html" in data:        # a table (the verdicts): Jupyter renders HTML in Markdown
+            shown = "".join(data["text/html"]).strip()
+        else:
+            shown = f"```\n{''.join(data.get('text/plain', ''))}\n```"
+        return "\n\n".join(part for part in (shown, caption, AS_BUILT) if part)
 
     def inline(self, text: str) -> str:
         return ROLE.sub(self.role, text)
@@ -262,47 +308,180 @@ class CellRewriter:
 
 
 def rewrite_notebook(nb, stem: str, glue: dict | None, book: Book | None = None, base: Path = BOOK):
-    """Rewrite every Markdown cell of ``nb`` (an nbformat notebook, changed in place)."""
+    """Rewrite the Markdown of ``nb`` (an nbformat notebook, changed in place) into plain Jupyter.
+
+    ``glue``: what the executed chapter glued (``glue_from_outputs``), None when it was not executed. A
+    Markdown cell whose values are computed above it becomes a live code cell (``live_cell``); one that
+    shows values computed below it as built is shown again, live, in a section at the end."""
+    import nbformat
+
     book = book or Book()
-    problems = []
-    for cell in nb.cells:
+    glued = None if glue is None else {name: record["data"] for name, record in glue.items()}
+    problems, cells, shown_again = [], [], []
+    for position, cell in enumerate(nb.cells):
         if cell.cell_type != "markdown":
+            cells.append(cell)
             continue
-        rewriter = CellRewriter(book, stem, glue, base)
-        cell.source = rewriter.rewrite(cell.source)
+        source = cell.source
+        rewriter = CellRewriter(book, stem, glue, base, position)
+        text = rewriter.rewrite(source)
         problems.extend(rewriter.problems)
-        if rewriter.attachments:
-            cell.setdefault("attachments", {}).update(rewriter.attachments)
+        if rewriter.live:
+            cells.extend(split_live(text, glued, rewriter.attachments))
+        else:
+            cell.source = text
+            cells.append(cell)
+            if rewriter.attachments:
+                cell.setdefault("attachments", {}).update(rewriter.attachments)
+        if rewriter.forward:
+            again = CellRewriter(book, stem, glue, base, position=None).rewrite(source)
+            shown_again.append(sentences_pasting(again, rewriter.forward))
+    if shown_again:
+        cells.append(nbformat.v4.new_markdown_cell(
+            "## Values computed below the text that shows them\n\nThe text above shows these values as the book "
+            "was built (marked *as built*): the chapter computes them further down (the verdicts at its end). "
+            "As this run computed them:"))
+        cells.extend(live_cell(text, glued) for text in shown_again)
+    first_code = next((i for i, c in enumerate(cells) if c.cell_type == "code"), len(cells))
+    cells.insert(first_code, hidden_code_cell(
+        "# Records the values this run glues, for the text cells that show them (mcmc_lib/notebook.py)\n"
+        "from mcmc_lib.notebook import record_glue, show_markdown\n\nrecord_glue()"))
+    nb.cells = cells
     # jupytext's own metadata would make Jupyter re-pair the notebook with a .md that is not there.
     nb.metadata.pop("jupytext", None)
     nb.metadata["rewrite_problems"] = problems  # read and removed by the callers
     return nb
 
 
+def split_live(text: str, glued: dict | None, attachments: dict) -> list:
+    """The cells that show a Markdown cell with live values: its headings and the images written in as
+    built (cell attachments) stay Markdown, so that Jupyter's table of contents and collapsible
+    sections see the headings; the text between them is a live cell where it pastes a value."""
+    import nbformat
+    from mcmc_lib.notebook import BLOCK, INLINE
+
+    parts, current, fenced = [], [], False
+    for line in text.split("\n"):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        if not fenced and (re.match(r"#{1,6} ", line) or re.match(r"!\[[^\]]*\]\(attachment:", line)):
+            parts += ["\n".join(current), line]
+            current = []
+        else:
+            current.append(line)
+    parts.append("\n".join(current))
+
+    cells, plain = [], []
+
+    def markdown():
+        if "\n".join(plain).strip():
+            source = "\n".join(plain).strip("\n")
+            cell = nbformat.v4.new_markdown_cell(source)
+            used = {n: a for n, a in attachments.items() if f"attachment:{n}" in source}
+            if used:
+                cell["attachments"] = used
+            cells.append(cell)
+        plain.clear()
+
+    for part in parts:
+        if INLINE.search(part) or BLOCK.search(part):
+            markdown()
+            cells.append(live_cell(part.strip("\n"), glued))
+        else:
+            plain.append(part)
+    markdown()
+    return cells
+
+
+def sentences_pasting(text: str, names: set) -> str:
+    """The sentences of ``text`` that paste one of the glued values ``names``, and the glued figures and
+    tables among them with their captions: what the notebook's end shows again, live."""
+    from mcmc_lib.notebook import BLOCK, INLINE
+
+    def pastes(part):
+        return (any(m["name"] in names for m in BLOCK.finditer(part))
+                or any(m["body"].partition(":")[0] in names for m in INLINE.finditer(part)))
+
+    kept, position = [], 0
+    blocks = list(BLOCK.finditer(text)) + [None]
+    for block in blocks:
+        between = text[position:block.start() if block else len(text)]
+        for paragraph in between.split("\n\n"):
+            sentences = re.split(r"(?<=[.!?])\s+(?=[A-Z*(])", paragraph.strip("\n"))
+            chosen = " ".join(sentence for sentence in sentences if pastes(sentence))
+            if chosen:
+                kept.append(chosen)
+        if block and pastes(block.group(0)):
+            kept.append(block.group(0))
+        position = block.end() if block else len(text)
+    return "\n\n".join(kept)
+
+
+def hidden_code_cell(source: str, outputs=()):
+    """A code cell whose input Jupyter folds away (and a book built from the notebook removes)."""
+    import nbformat
+
+    return nbformat.v4.new_code_cell(source, outputs=list(outputs),
+                                     metadata={"jupyter": {"source_hidden": True}, "tags": ["remove-input"]})
+
+
+def live_cell(template: str, glued: dict | None):
+    """``show_markdown(template)`` as a hidden code cell, its output the build's rendering (none when
+    the chapter was not executed)."""
+    import nbformat
+    from mcmc_lib.notebook import render
+
+    # a raw triple-quoted string reads as the Markdown it holds (LaTeX backslashes included)
+    quote = '"""' if '"""' not in template else "'''"
+    literal = f"r{quote}\n{template}\n{quote}" if quote not in template else repr(template)
+    outputs = [] if glued is None else [nbformat.v4.new_output("display_data", data=bundle)
+                                        for bundle in render(template, glued)]
+    return hidden_code_cell(f"show_markdown({literal})", outputs)
+
+
+def is_live_cell(cell) -> bool:
+    return cell.get("cell_type") == "code" and cell.get("source", "").startswith("show_markdown(")
+
+
+def shown_markdown(cell) -> str:
+    """The Markdown a cell shows: its source, or a live cell's rendered output."""
+    if cell.get("cell_type") == "markdown":
+        return "".join(cell["source"])
+    if is_live_cell(cell):
+        return "\n".join("".join(o.get("data", {}).get("text/markdown", "")) for o in cell.get("outputs", []))
+    return ""
+
+
 def raw_myst(nb) -> list[str]:
-    """Raw MyST left in the Markdown of a notebook (each as a short excerpt)."""
+    """Raw MyST left in the Markdown a notebook shows (each as a short excerpt)."""
     found = []
     for i, cell in enumerate(nb.cells):
-        if cell.cell_type == "markdown":
-            for m in RAW_MYST.finditer(cell.source):
-                found.append(f"cell {i}: {cell.source[max(0, m.start() - 30):m.end() + 30]!r}")
+        text = shown_markdown(cell)
+        for m in RAW_MYST.finditer(text):
+            found.append(f"cell {i}: {text[max(0, m.start() - 30):m.end() + 30]!r}")
     return found
 
 
 def load_glue(path: Path) -> dict | None:
-    return json.loads(path.read_text()) if path.exists() else None
+    """The glue records myst-nb wrote beside an executed page (``<page>.glue.json``), as
+    ``glue_from_outputs`` gives them."""
+    if not path.exists():
+        return None
+    return {name: {"data": record["data"], "cell": record.get("metadata", {}).get("scrapbook", {}).get("cell")}
+            for name, record in json.loads(path.read_text()).items()}
 
 
 def glue_from_outputs(nb) -> dict:
-    """Glued values as recorded in an executed notebook's outputs (myst_nb.glue, display=False)."""
+    """Glued values as recorded in an executed notebook's outputs (myst_nb.glue, display=False):
+    name -> {"data": {mime: value}, "cell": index of the code cell that glued it}."""
     glue = {}
     prefix = "application/papermill.record/"
-    for cell in nb.cells:
+    for index, cell in enumerate(nb.cells):
         for output in cell.get("outputs", []):
             meta = output.get("metadata", {}).get("scrapbook", {})
             if "name" in meta:
                 data = {k[len(prefix):]: v for k, v in output.get("data", {}).items() if k.startswith(prefix)}
-                glue[meta["name"]] = {"data": data}
+                glue[meta["name"]] = {"data": data, "cell": index}
     return glue
 
 
@@ -330,6 +509,10 @@ def copy_executed_notebook(app, pagename, templatename, context, doctree):
         return
     nb = nbformat.read(executed, as_version=4)
     glue = load_glue(executed.with_suffix(".glue.json")) or glue_from_outputs(nb) or None
+    if glue and any(record["cell"] is None for record in glue.values()):
+        logger.warning("downloadable notebook: myst-nb's glue records do not say which cell glued them "
+                       "(record_glue_cells); values computed below the text are shown as if live",
+                       location=pagename)
     strip_glue_outputs(nb)
     source = Path(app.srcdir) / f"{pagename}.md"
     rewrite_notebook(nb, Path(pagename).name, glue, base=source.parent)
@@ -341,11 +524,36 @@ def copy_executed_notebook(app, pagename, templatename, context, doctree):
     context["ipynb_source"] = f"{pagename}.ipynb"
 
 
+def record_glue_cells() -> None:
+    """Have myst-nb note in each glue record which code cell glued it (``"cell"`` in the record's
+    ``scrapbook`` metadata, kept in ``<page>.glue.json``): the download needs it to tell a value
+    computed above the text that shows it (shown live) from one computed below (shown as built).
+    myst-nb (1.4) collects the records in ``extract_glue_data`` right after executing a notebook and
+    drops their cells."""
+    from myst_nb.core.execute import base
+
+    extract = base.extract_glue_data
+    if getattr(extract, "records_cells", False):
+        return
+
+    def extract_with_cells(notebook, source_map, logger):
+        for index, cell in enumerate(notebook.cells):
+            for output in cell.get("outputs", []):
+                scrapbook = output.get("metadata", {}).get("scrapbook")
+                if scrapbook is not None:
+                    scrapbook["cell"] = index
+        return extract(notebook, source_map, logger)
+
+    extract_with_cells.records_cells = True
+    base.extract_glue_data = extract_with_cells
+
+
 def setup(app):
     global logger
     from sphinx.util import logging
 
     logger = logging.getLogger(__name__)
+    record_glue_cells()
     # Before the theme builds its header buttons (default priority 500).
     app.connect("html-page-context", copy_executed_notebook, priority=100)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
