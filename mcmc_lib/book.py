@@ -182,21 +182,23 @@ def experiments_table(stored) -> str:
     rows = []
     for name, result in stored.results.items():
         record = result.record or {}
-        where = (f"results/{result.profile}/{stored.chapter}/{name}.json" if result.source == "store" else "this build")
+        where = "store" if result.source == "store" else "this build"
         compute = record.get("unit_cpu_seconds_total") or record.get("unit_seconds_total")
-        commit = str(record.get("commit", ""))[:10] + ("+" if record.get("uncommitted_changes") else "")
+        commit = str(record.get("commit", ""))[:7] + ("+" if record.get("uncommitted_changes") else "")
         remarks = []
         if result.code_changed:
             remarks.append("code changed since")
         if record.get("n_units_sharing_a_core"):
-            remarks.append(f"{record['n_units_sharing_a_core']} units shared a core")
+            remarks.append(f"{record['n_units_sharing_a_core']} shared a core")
         cells = [name, result.profile, where, record.get("n_units", len(result.values)), commit,
                  str(record.get("date", ""))[:10], _duration(compute) if compute else "",
                  "; ".join(remarks)]
         rows.append("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in cells) + "</tr>")
     head = "".join(f"<th>{h}</th>" for h in ("experiment", "scale", "from", "units", "commit", "date",
                                              "computing", "remarks"))
-    return (f'<div class="claims-scroll"><table class="provenance-table"><thead><tr>{head}</tr></thead>'
+    return (f"<p>Stored results are in <code>results/&lt;scale&gt;/{e(stored.chapter)}/&lt;experiment&gt;.json</code>, "
+            "with the full record of each run (machine, unit times, seeds).</p>"
+            f'<div class="claims-scroll"><table class="provenance-table"><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table></div>')
 
 
