@@ -722,6 +722,7 @@ class Claim:
     profile: str = ""
     rule_spec: dict | None = None
     short: str = ""          # the claim in a few words, for the verdict table at the top of its chapter
+    group: str = ""          # claims of one figure decided cell by cell: one row of the verdict table
     stages: list = field(default_factory=list)        # a staged design: the replicate count at each look
     comparisons: dict = field(default_factory=dict)   # "X beats each": competitor -> its outcome and estimate
     cells: list = field(default_factory=list)         # a figure's agreement: one row per cell
@@ -752,16 +753,19 @@ class ClaimsRegistry:
     # The new form -----------------------------------------------------------------------------------
 
     def declare(self, id: str, *, statement: str, source: str, published, rule: Rule, section: str = "",
-                short: str = "") -> str:
+                short: str = "", group: str = "") -> str:
         """Fix a claim and its decision rule before the experiment runs; returns the rule as Markdown
         (a chapter may show it above the experiment). ``short``: the claim in a few words, as the verdict
-        table at the top of the chapter shows it (the statement, cut, when not given)."""
+        table at the top of the chapter shows it (the statement, cut, when not given); ``group``: the name of a
+        set of claims decided cell by cell (the cells of one figure), which the verdict table shows as one row
+        with the count of each outcome (every claim stays on the scoreboard and the audit page)."""
         self._check_new_id(id)
         if not isinstance(rule, Rule):
             raise ValueError(f"rule must be a mcmc_lib.claims.Rule (Rule.greater / less / within), got {rule!r}")
         claim = Claim(id, _require_text(statement, "statement"), _require_text(source, "source"),
                       _require_text(_text(published), "published"), rule.text(), section=section,
-                      profile=self.scale(), rule_spec=asdict(rule), short=_short_text(short))
+                      profile=self.scale(), rule_spec=asdict(rule), short=_short_text(short),
+                      group=_short_text(group))
         self._declared[id] = (claim, rule)
         return f"**Claim `{id}`** ({source}): {statement} *Decided by:* {rule.text()}."
 
@@ -1111,19 +1115,30 @@ def short_title(claim: dict) -> str:
 
 def verdict_html(stem: str, claims: list, link_prefix: str = "") -> str:
     """The verdict table at the top of a chapter: the claim in a few words (linked to where it is decided),
-    the paper's number, ours with its interval, the outcome. The full statement, rule and note are on
-    the scoreboard and the chapter's audit page."""
+    the paper's number, ours with its interval, the outcome; a group of per-cell claims is one row with the
+    count of each outcome. The full statement, rule and note are on the scoreboard and the chapter's audit
+    page."""
     e = html.escape
     rows = []
     for c in claims:
+        group = [g for g in claims if g.get("group") and g.get("group") == c.get("group")]
+        if group and c is not group[0]:
+            continue                                   # the group's row stands where its first claim does
         link = evidence_link(stem, c.get("section", ""), link_prefix)
-        title = e(short_title(c))
+        title = e(f"{c['group']} ({len(group)} cells)" if group else short_title(c))
         cell = f'<a href="{e(link)}">{title}</a>' if link else title
+        if group:
+            paper, ours = "per cell", "one claim per cell"
+            outcome = " ".join(f"{badge(o)}&nbsp;{n}" for o in ALL_OUTCOMES
+                               if (n := sum(g["outcome"] == o for g in group)))
+        else:
+            paper, ours = e(c["published"]), _replicates_on_own_line(e(c.get("reproduced", "")))
+            outcome = badge(c["outcome"])
         rows.append(
             f'<tr><td class="claim-text" data-label="Claim">{cell}</td>'
-            f'<td data-label="Paper">{e(c["published"])}</td>'
-            f'<td data-label="Ours">{_replicates_on_own_line(e(c.get("reproduced", "")))}</td>'
-            f'<td data-label="Outcome">{badge(c["outcome"])}</td></tr>')
+            f'<td data-label="Paper">{paper}</td>'
+            f'<td data-label="Ours">{ours}</td>'
+            f'<td data-label="Outcome">{outcome}</td></tr>')
     return ('<table class="claims-table verdict-table"><thead><tr><th>Claim</th><th>Paper</th>'
             "<th>Ours [95% interval]</th><th>Outcome</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
 

@@ -200,3 +200,14 @@ def test_code_that_builds_an_array_is_not_a_printed_array():
     assert check_html.page_stats(PAGE.format(body=body))["raw_arrays"] == 0
     printed = '<div class="cell_output"><pre>array([0.1, 0.2])</pre></div>'
     assert check_html.page_stats(PAGE.format(body=printed))["raw_arrays"] == 1
+
+
+def test_a_group_of_per_cell_claims_is_one_row_with_its_outcome_counts():
+    cells = [dict(record(outcome, short=f"cell {i}", section="sec-fig"), group="Figure 2 cells")
+             for i, outcome in enumerate([claims.REPRODUCED, claims.INCONCLUSIVE, claims.REPRODUCED])]
+    rows = [record(claims.REPRODUCED, short="before")] + cells + [record(claims.NOT_RUN, short="after")]
+    text = claims.verdict_html("demo", rows)
+    assert text.count("<tr>") == 1 + 3 and "Figure 2 cells (3 cells)" in text and "cell 1" not in text
+    assert "reproduced</span>&nbsp;2" in text and "inconclusive</span>&nbsp;1" in text
+    assert text.index("before") < text.index("Figure 2 cells") < text.index("after")
+    assert claims.claims_html("demo", rows).count("<tr>") == 1 + 5      # the full table keeps every claim
