@@ -1129,7 +1129,7 @@ def verdict_html(stem: str, claims: list, link_prefix: str = "") -> str:
         cell = f'<a href="{e(link)}">{title}</a>' if link else title
         if group:
             paper, ours = "per cell", "one claim per cell"
-            outcome = " ".join(f"{badge(o)}&nbsp;{n}" for o in ALL_OUTCOMES
+            outcome = "<br>".join(f"{n}&nbsp;{badge(o)}" for o in ALL_OUTCOMES
                                if (n := sum(g["outcome"] == o for g in group)))
         else:
             paper, ours = e(c["published"]), _replicates_on_own_line(e(c.get("reproduced", "")))

@@ -208,6 +208,6 @@ def test_a_group_of_per_cell_claims_is_one_row_with_its_outcome_counts():
     rows = [record(claims.REPRODUCED, short="before")] + cells + [record(claims.NOT_RUN, short="after")]
     text = claims.verdict_html("demo", rows)
     assert text.count("<tr>") == 1 + 3 and "Figure 2 cells (3 cells)" in text and "cell 1" not in text
-    assert "reproduced</span>&nbsp;2" in text and "inconclusive</span>&nbsp;1" in text
+    assert '2&nbsp;<span class="claim-badge claim-reproduced">' in text and "1&nbsp;<span class=\"claim-badge claim-inconclusive" in text
     assert text.index("before") < text.index("Figure 2 cells") < text.index("after")
     assert claims.claims_html("demo", rows).count("<tr>") == 1 + 5      # the full table keeps every claim
