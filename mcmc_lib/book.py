@@ -159,6 +159,8 @@ def provenance_block(profile: str, seeds, scale: str | None = None, stored=None,
     Returns an IPython HTML object (``<details class="provenance">``)."""
     from IPython.display import HTML
 
+    from .store import duration_text
+
     e = html.escape
     lines = [f"Profile <code>{e(profile)}</code>"
              + (f", results at the <code>{e(scale)}</code> profile's scale (from the committed store)"
@@ -167,7 +169,7 @@ def provenance_block(profile: str, seeds, scale: str | None = None, stored=None,
     lines.append(e(_versions()))
     lines.append(e(_machine()))
     for what, seconds in (timings or {}).items():
-        lines.append(f"{e(what)}: {_duration(seconds)}.")
+        lines.append(f"{e(what)}: {duration_text(seconds)}.")
     lines.extend(e(str(n)) for n in notes)
     items = "".join(f"<li>{line}</li>" for line in lines)
     table = experiments_table(stored) if stored is not None and stored.results else ""
@@ -178,6 +180,8 @@ def provenance_block(profile: str, seeds, scale: str | None = None, stored=None,
 def experiments_table(stored) -> str:
     """Where each experiment's results came from, a row each: the profile whose scale they have, the file
     or this build, units, commit, date, computing time, and whether the code changed since (HTML)."""
+    from .store import duration_text
+
     e = html.escape
     rows = []
     for name, result in stored.results.items():
@@ -191,7 +195,7 @@ def experiments_table(stored) -> str:
         if record.get("n_units_sharing_a_core"):
             remarks.append(f"{record['n_units_sharing_a_core']} shared a core")
         cells = [name, result.profile, where, record.get("n_units", len(result.values)), commit,
-                 str(record.get("date", ""))[:10], _duration(compute) if compute else "",
+                 str(record.get("date", ""))[:10], duration_text(compute) if compute else "",
                  "; ".join(remarks)]
         rows.append("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in cells) + "</tr>")
     head = "".join(f"<th>{h}</th>" for h in ("experiment", "scale", "from", "units", "commit", "date",
@@ -221,11 +225,3 @@ def _machine() -> str:
 
     return (f"Machine: {platform.machine()}, {platform.system()} {platform.release()}, {os.cpu_count()} cores, "
             f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}; floating point: {describe()}.")
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"

@@ -760,7 +760,8 @@ def _from_store(record, units, path, code=None) -> ExperimentResults:
                              _describe_store(stored, path, changed), stored, [r.get("finished") for r in rows])
 
 
-def _duration(seconds: float) -> str:
+def duration_text(seconds: float) -> str:
+    """A time for a reader: seconds below 90 s, minutes below 90 min, else hours."""
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 5400:
@@ -788,7 +789,7 @@ def _describe_store(stored, path, changed) -> str:
         since = "the code is unchanged since"
     else:
         since = f"{' and '.join(changed)} changed since, so a rerun (make paper) may differ"
-    computing = _duration(stored.get("unit_cpu_seconds_total") or stored["unit_seconds_total"])
+    computing = duration_text(stored.get("unit_cpu_seconds_total") or stored["unit_seconds_total"])
     return (f"{stored['profile'].capitalize()}-profile results from the committed store "
             f"({_relative(path)}: {_units(stored['n_units'])}, commit {_commit(stored)}, "
             f"{stored['date'][:10]}, {computing} of computing on "
@@ -869,7 +870,7 @@ def execute_chapter(chapter: Path, out_dir: Path) -> bool:
         seconds = time.perf_counter() - started.get(cell_index, time.perf_counter())
         if seconds >= 10:                         # long cells only: a heartbeat, not a log of every cell
             print(f"[{time.strftime('%H:%M:%S')}] {chapter.stem}: cell {cell_index + 1}/{len(notebook.cells)} "
-                  f"took {_duration(seconds)}", flush=True)
+                  f"took {duration_text(seconds)}", flush=True)
 
     client = NotebookClient(notebook, timeout=None, kernel_name="python3",
                             resources={"metadata": {"path": str(chapter.parent)}},
@@ -1053,7 +1054,7 @@ def main(argv=None) -> int:
         for line in shared_core_warnings(stem, since, profile=options.profile):
             print(f"warning: {line}", file=sys.stderr, flush=True)
         print(f"[{time.strftime('%H:%M:%S')}] {stem}: {'failed' if stem in failed else 'done'} after "
-              f"{_duration(time.perf_counter() - start)}", flush=True)
+              f"{duration_text(time.perf_counter() - start)}", flush=True)
     print(f"Stored results: {store_directory(profile=options.profile)}; executed notebooks: {out_dir}")
     if failed:
         print(f"Failed: {', '.join(failed)}", file=sys.stderr)
