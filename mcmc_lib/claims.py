@@ -218,8 +218,12 @@ def _plain(seed):
 
 
 def _replicate_values(values, name: str) -> np.ndarray:
-    """Replicate values as a flat float array: at least 2 (for an interval), all finite."""
-    values = np.asarray(values, dtype=float).ravel()
+    """Replicate values as a float array: one value per replicate (a 2-D array is ambiguous, refused rather
+    than flattened into more replicates than ran), at least 2 (for an interval), all finite."""
+    values = np.asarray(values, dtype=float)
+    if values.ndim != 1:
+        raise ValueError(f"{name} must hold one value per replicate (a 1-D sequence), got an array of shape "
+                         f"{values.shape}: reduce each replicate to its value first")
     if values.size < 2:
         raise ValueError(f"{name} must hold at least 2 replicates for an interval, got {values.size}")
     if not np.all(np.isfinite(values)):

@@ -440,7 +440,10 @@ def largest_scale(chapter: str, name: str, units, sizes=None, store_dir=None, sa
     exactly these units (same functions, parameters and seeds, in order): for a chapter that pairs the
     results with its own units rather than reading ``params`` (see ``Experiments``). ``run_options``
     go to ``mcmc_lib.units.run_units`` (label, jobs, scheduler, cache, progress)."""
-    return _largest_scale(chapter, name, list(units), sizes, store_dir, same_units,
+    units = list(units)
+    if not units:
+        raise ValueError(f"units must list the experiment's units, got none for {chapter}/{name}")
+    return _largest_scale(chapter, name, units, sizes, store_dir, same_units,
                           lambda: read_store(chapter, name, store_dir), run_options)
 
 
@@ -688,6 +691,9 @@ class Experiments:
     """
 
     def __init__(self, chapter: str, names, sizes: dict, store_dir=None):
+        if isinstance(names, str):
+            raise ValueError(f"names must be a list of experiment names, got the string {names!r} "
+                             f"(write [{names!r}] for one experiment)")
         self.chapter, self.names, self._store_dir = chapter, list(names), store_dir
         if not self.names:
             raise ValueError("names must list the chapter's stored experiments, got none")
@@ -713,7 +719,10 @@ class Experiments:
         stored as ``sizes``, by default the chapter's), kept for ``show_provenance`` and ``wall_seconds``."""
         if label is not None:
             run_options["label"] = label
-        result = _largest_scale(self.chapter, name, list(units), self.sizes if sizes is None else sizes,
+        units = list(units)
+        if not units:
+            raise ValueError(f"units must list experiment {name!r}'s units, got none")
+        result = _largest_scale(self.chapter, name, units, self.sizes if sizes is None else sizes,
                                 self._store_dir, same_units, lambda: self._record(name), run_options)
         self.results[name] = result
         return result

@@ -223,3 +223,10 @@ def test_a_claim_records_the_scale_of_its_evidence(tmp_path, monkeypatch):
     registry.declare("d", statement="s", source="Table 1", published="1", rule=rule)
     with pytest.raises(ValueError, match="profile"):
         registry.decide("d", interval(1, 2), profile="huge")
+
+
+def test_a_two_dimensional_array_of_replicates_is_refused_not_flattened():
+    """Issue 47: a 5 x 2 array read as 10 replicates would narrow the interval by a factor of about 1.5."""
+    with pytest.raises(ValueError, match=r"one value per replicate.*shape \(5, 2\)"):
+        Estimate.from_replicates(np.arange(10.0).reshape(5, 2))
+    assert Estimate.from_replicates(np.arange(5.0)).n_replicates == 5

@@ -1224,3 +1224,15 @@ def test_a_paper_run_reruns_the_named_experiments_units_that_finished_before_a_t
     monkeypatch.setenv("MCMC_BOOK_RERUN_BEFORE", "yesterday")
     with pytest.raises(ValueError, match="RERUN_BEFORE"):
         run()
+
+
+def test_experiments_refuse_a_string_of_names_and_runs_without_units(tmp_path):
+    """Issue 47: Experiments("gsm", "fig1") split the name into 'f', 'i', 'g', '1'; an experiment of no units
+    returned stored values for nothing."""
+    with pytest.raises(ValueError, match=r"list of experiment names.*\['fig1'\]"):
+        store.Experiments("demo", "fig1", {}, store_dir=tmp_path)
+    experiments = store.Experiments("demo", ["fig1"], {}, store_dir=tmp_path)
+    with pytest.raises(ValueError, match="units must list"):
+        experiments.values("fig1", [])
+    with pytest.raises(ValueError, match="units must list"):
+        store.largest_scale("demo", "fig1", units=[], store_dir=tmp_path)
