@@ -45,8 +45,8 @@ def claims_directory() -> Path:
     notebook run elsewhere does not add its claims to a clone's scoreboard)."""
     from .units import output_directory
 
-    output = output_directory()
-    return CLAIMS_DIR if output == REPO_ROOT / "_build" else output / "claims"
+    return output_directory() / "claims"      # inside the repository: _build/claims, i.e. CLAIMS_DIR
+
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
