@@ -125,11 +125,31 @@ class Estimate:
                    [float(v) for v in replicates], [_plain(s) for s in seeds])
 
     @classmethod
-    def win_fraction(cls, winners, claimed: str, seeds=None, level: float = 0.95) -> "Estimate":
-        """The fraction of replicates in which ``claimed`` ranked first, with a Wilson score interval."""
+    def win_fraction(cls, winners, claimed: str, seeds=None, level: float = 0.95,
+                     competitors=None) -> "Estimate":
+        """The fraction of replicates in which ``claimed`` ranked first, with a Wilson score interval.
+
+        ``competitors``: every name that could have won (the methods that ran, or the outcomes that could
+        occur). A ``claimed`` that won no replicate must be among them: otherwise a misspelt name would read
+        as a method that never wins. Given, it also refuses a winner outside it."""
+        if isinstance(winners, str):
+            raise TypeError(f"winners must be a sequence of names, one per replicate, got the string {winners!r}")
         winners = [str(w) for w in winners]
         if not winners:
             raise ValueError("winners must name the winner of at least one replicate")
+        claimed = _require_text(claimed, "claimed")
+        if competitors is not None:
+            if isinstance(competitors, str):
+                raise TypeError(f"competitors must be a sequence of names, got the string {competitors!r}")
+            competitors = {str(c) for c in competitors}
+            unknown = sorted({claimed, *winners} - competitors)
+            if unknown:
+                raise ValueError(f"claimed and winners must be among competitors {sorted(competitors)}, got "
+                                 f"{unknown}")
+        elif claimed not in winners:
+            raise ValueError(f"claimed {claimed!r} won none of the {len(winners)} replicates (winners: "
+                             f"{sorted(set(winners))}): pass competitors= (every name that could have won) so "
+                             "that a name that never won is told from a misspelt one")
         n, k = len(winners), sum(w == claimed for w in winners)
         z = float(stats.norm.ppf(0.5 + level / 2))
         p = k / n
@@ -204,9 +224,15 @@ class Estimate:
         return cls(difference, difference - half, difference + half, min(x.size, y.size), level, method,
                    x.tolist(), seeds_x, spread, {"replicates": y.tolist(), "seeds": seeds_y})
 
-    def text(self, digits: int = 3) -> str:
-        fmt = _number_format(digits)
-        return f"{fmt(self.value)} [{fmt(self.low)}, {fmt(self.high)}]"
+    def text(self, digits: int | None = None) -> str:
+        """"value [low, high]". By default at the precision the interval supports: the narrower side of the
+        interval to one significant digit (two when that digit is 1), the value and both ends to the same
+        decimal place. ``digits``: that many significant digits for each number instead."""
+        if digits is not None:
+            fmt = _number_format(digits)
+            return f"{fmt(self.value)} [{fmt(self.low)}, {fmt(self.high)}]"
+        fmt = _interval_format(self)
+        return f"{fmt(self.value)} [{fmt(self.low, -1)}, {fmt(self.high, +1)}]"
 
 
 def _plain(seed):
@@ -265,6 +291,43 @@ def _welch(x: np.ndarray, y: np.ndarray, level: float):
     df = (var_x + var_y) ** 2 / (var_x ** 2 / (x.size - 1) + var_y ** 2 / (y.size - 1))
     half = float(stats.t.ppf(0.5 + level / 2, df)) * math.sqrt(var_x + var_y)
     return difference, half, float(df)
+
+
+def _interval_format(estimate: "Estimate"):
+    """A number formatter at the decimal place the estimate's interval supports (see ``Estimate.text``);
+    three significant digits for a point (no interval) or a number too large or small for fixed notation."""
+    half = min(estimate.value - estimate.low, estimate.high - estimate.value)
+    numbers = [abs(v) for v in (estimate.value, estimate.low, estimate.high) if math.isfinite(v)]
+    if not (math.isfinite(half) and half > 0) or not numbers:
+        three = _number_format(3)
+        return lambda x, direction=0: three(x)
+    exponent = math.floor(math.log10(half))
+    leading = int(half / 10 ** exponent)
+    decimals = -exponent + (1 if leading == 1 else 0)
+    largest = max(numbers)
+    if largest >= 1e7 or (largest < 1e-4 and largest > 0) or decimals > 8:
+        three = _number_format(3)
+        return lambda x, direction=0: three(x)
+
+    def fmt(x, direction=0):
+        """``direction``: -1 rounds down, +1 up (an interval's ends round outwards, so that the interval
+        shown contains the one computed), 0 to the nearest."""
+        x = float(x)
+        if not math.isfinite(x):
+            return _number_format(3)(x)
+        places = decimals
+        while x != 0 and _rounded(x, places, direction) == 0 and places < decimals + 3:
+            places += 1                  # an end near zero keeps its sign: 0.0004 is not shown as 0
+        rounded = _rounded(x, places, direction)
+        return f"{rounded + 0.0:,.{max(places, 0)}f}"        # + 0.0: no "-0"
+    return fmt
+
+
+def _rounded(x: float, places: int, direction: int) -> float:
+    if direction == 0:
+        return round(x, places)
+    scale = 10.0 ** places
+    return (math.floor if direction < 0 else math.ceil)(round(x * scale, 9)) / scale
 
 
 def _number_format(digits):

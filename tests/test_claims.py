@@ -230,3 +230,37 @@ def test_a_two_dimensional_array_of_replicates_is_refused_not_flattened():
     with pytest.raises(ValueError, match=r"one value per replicate.*shape \(5, 2\)"):
         Estimate.from_replicates(np.arange(10.0).reshape(5, 2))
     assert Estimate.from_replicates(np.arange(5.0)).n_replicates == 5
+
+
+def test_an_estimate_is_written_at_the_precision_its_interval_supports():
+    from mcmc_lib.claims import Estimate
+    # the narrower side to one significant digit (two when it is a 1), the value at the same place
+    assert Estimate(1.104, 1.096, 1.111, 10).text() == "1.104 [1.096, 1.111]"
+    assert Estimate(18191, 17800, 18600, 10).text() == "18,200 [17,800, 18,600]"
+    assert Estimate(7.98, 7.74, 8.21, 10).text() == "8.0 [7.7, 8.3]"
+    assert Estimate(0.531, 0.52, 0.542, 10).text() == "0.531 [0.520, 0.542]"
+    # the ends round outwards: the interval shown contains the one computed
+    assert Estimate(279, 246, 315, 10).text() == "280 [240, 320]"
+    # an end near zero keeps its sign rather than reading 0
+    assert Estimate(0.0034, 0.0004, 0.0064, 10).text() == "0.003 [0.0004, 0.007]"
+    # a point, or an explicit number of significant digits
+    assert Estimate(1.2, 1.2, 1.2, 1).text() == "1.2 [1.2, 1.2]"
+    assert Estimate(1.104, 1.096, 1.111, 10).text(2) == "1.1 [1.1, 1.1]"
+
+
+def test_win_fraction_refuses_a_name_that_could_not_have_won():
+    from mcmc_lib.claims import Estimate
+    winners = ["M-CMA"] * 9 + ["AM"]
+    # a misspelt name is not "a method that never wins"
+    with pytest.raises(ValueError, match="claimed 'MCMA' won none.*competitors="):
+        Estimate.win_fraction(winners, "MCMA")
+    with pytest.raises(ValueError, match=r"among competitors.*\['MCMA'\]"):
+        Estimate.win_fraction(winners, "MCMA", competitors=["M-CMA", "AM", "M-GaA"])
+    with pytest.raises(ValueError, match=r"among competitors.*\['AM'\]"):
+        Estimate.win_fraction(winners, "M-CMA", competitors=["M-CMA", "M-GaA"])
+    with pytest.raises(TypeError, match="winners must be a sequence"):
+        Estimate.win_fraction("M-CMA", "M-CMA")
+    # a named competitor that won nothing is a real zero
+    never = Estimate.win_fraction(winners, "M-GaA", competitors=["M-CMA", "AM", "M-GaA"])
+    assert never.value == 0 and never.high > 0
+    assert Estimate.win_fraction(winners, "M-CMA").value == pytest.approx(0.9)

@@ -162,7 +162,7 @@ def test_decide_each_records_every_comparison(tmp_path, monkeypatch):
     assert set(first.comparisons) == {"A", "B"} and first.comparisons["A"]["outcome"] == claims.REPRODUCED
     assert first.comparisons["B"]["estimate"]["second_sample"]["seeds"] == seeds["B"]
     assert first.estimate["value"] == pytest.approx(1.0)      # the closest competitor's margin decides
-    assert first.reproduced.startswith("vs A 2 [") and "; vs B 1 [" in first.reproduced
+    assert first.reproduced.startswith("vs A 2.0 [1.5, 2.5]") and "; vs B 1.0 [" in first.reproduced
     assert first.reproduced.endswith("(R = 12)")
     assert "every one must pass: vs A reproduced, vs B reproduced." in first.note
     # the undecided comparison: what would decide it, and which way it leans
@@ -177,7 +177,7 @@ def test_decide_each_records_every_comparison(tmp_path, monkeypatch):
     assert [c["outcome"] for c in loaded] == [claims.REPRODUCED, claims.INCONCLUSIVE, claims.NOT_REPRODUCED]
     assert json.loads(json.dumps(loaded))[0]["comparisons"]["A"]["estimate"]["n_replicates"] == 12
     page = claims.claims_html("demo", loaded, link_prefix="./")
-    assert page.count("<tr>") == 4 and "vs A 2 [" in page and "Welch" in page
+    assert page.count("<tr>") == 4 and "vs A 2.0 [" in page and "Welch" in page
     assert claims.verdict_html("demo", loaded).count("X beats each") == 3
 
 
