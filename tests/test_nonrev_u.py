@@ -2,6 +2,8 @@
 distribution, the samplers are exact, the rejection rate is unchanged, bad arguments are refused,
 and planted bugs are caught."""
 
+import copy
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -49,6 +51,14 @@ def test_rescaling_keeps_the_slice_level():
     log_ratio = np.array([0.0, np.log(0.5), np.log(2.0)])
     out = rescale_v(v, log_ratio, np.array([True, True, False]))
     np.testing.assert_allclose(out, [0.5, -0.4, 0.9])
+
+
+def test_a_zero_v_stays_a_finite_state():
+    """v = 0 exactly (v0 = 0.5 with delta = 0.5 and no noise cycles 0.5, -1, -0.5, 0): u = 0 accepts any
+    finite ratio, and the rescaled v must stay 0, not 0 x exp(800) = NaN."""
+    with np.errstate(all="raise"):
+        out = rescale_v(np.array([0.0, 0.3]), np.array([-800.0, -0.1]), np.array([True, True]))
+    np.testing.assert_allclose(out, [0.0, 0.3 * np.exp(0.1)])
 
 
 NORMAL_EDGES = stats.norm.ppf(np.linspace(0, 1, 7)[1:-1])
@@ -205,6 +215,49 @@ def test_bad_arguments_raise(make, name):
         make(T.Gaussian(np.ones(2)))
 
 
+@pytest.mark.parametrize("make,pattern", [
+    (lambda t: NonrevRWM(t, 0.5, delta=0.0), r"delta must not be 0 when noise is 0.*not ergodic"),
+    (lambda t: NonrevRWM(t, 0.5, delta=0.0, noise=0.0), r"delta=0.0, noise=0.0"),
+    (lambda t: NonrevMALA(t, 0.5, delta=np.array([0.1, 0.0, 0.2])), r"\(chains \[1\]\).*not ergodic"),
+    (lambda t: NonrevRWM(t, 0.5, delta=np.array([0.0, 0.3]), noise=np.array([0.0, 0.0])), r"chains \[0\]"),
+    (lambda t: PersistentLangevin(t, 0.1, alpha=0.9, delta=0.0), r"delta must not be 0 when noise is 0"),
+    (lambda t: PersistentLangevin(t, 0.1, alpha=1.0, delta=0.1), r"alpha must be below 1, got 1.0.*not ergodic"),
+    (lambda t: PersistentLangevin(t, 0.1, alpha=1.0), r"alpha must be below 1"),
+    (lambda t: PersistentLangevin(t, 0.1, alpha=np.array([0.5, 1.0]), delta=0.1), r"alpha must be below 1"),
+])
+def test_non_ergodic_settings_are_refused_with_the_reason(make, pattern):
+    """Issue 47: settings under which a chain cannot reach the whole distribution are refused, naming the
+    argument, its value and why (delta 0 without noise freezes the slice level; alpha 1 never refreshes p)."""
+    with pytest.raises(ValueError, match=pattern):
+        make(T.Gaussian(np.ones(2)))
+
+
+def test_frozen_slice_level_is_what_the_refusal_says():
+    """Why delta = 0 with no noise is refused: run the update without the check (delta 0, noise 0, set past
+    __init__) and the slice level |v| pi(x) never changes, so log pi never drops below its starting level."""
+    rng = np.random.default_rng(13)
+    target = T.Gaussian(np.ones(3))
+    sampler = NonrevRWM(target, 0.8, delta=0.1)
+    state = sampler.init(np.zeros((4, 3)), v0=np.array([0.3, -0.6, 0.9, 0.05]))
+    sampler.delta = np.zeros(4)                        # the refused setting, forced for the demonstration
+    level = np.log(np.abs(state.v)) + state.logp
+    lowest = np.full(4, np.inf)
+    for _ in range(500):
+        state, info = sampler.step(rng, state)
+        np.testing.assert_allclose(np.log(np.abs(state.v)) + state.logp, level, atol=1e-9)
+        lowest = np.minimum(lowest, state.logp)
+    assert np.all(lowest >= level - 1e-9)             # pi(x) > s: never below the starting slice level
+    # the standard method, from the same start, goes far below it
+    free = NonrevRWM(target, 0.8)
+    x = free.init(np.zeros((4, 3))).x
+    state = free.init(x)
+    low = np.full(4, np.inf)
+    for _ in range(500):
+        state, _ = free.step(rng, state)
+        low = np.minimum(low, state.logp)
+    assert np.all(low < level.max())
+
+
 def test_bad_init_arguments_raise():
     target = T.Gaussian(np.ones(2))
     with pytest.raises(ValueError, match="v0"):
@@ -270,18 +323,21 @@ def test_fbm_stepsizes_per_chain_and_bad_input():
 
 def test_one_persistent_langevin_step_uses_per_parameter_steps():
     """One update of persistent Langevin on the step-scaled target is FBM's leapfrog with step eta * eps_k
-    per parameter, eq. (eq-nru-scaled), worked by hand on a Gaussian with known gradient. alpha = 1 keeps p,
-    and v = 0 with delta = 0 makes u = 0, so the proposal is accepted."""
+    per parameter, eq. (eq-nru-scaled), worked by hand on a Gaussian with known gradient. The partial
+    refresh is replayed from a copy of the generator, and v0 = -delta makes u = 0, so the proposal is
+    accepted."""
     rng = np.random.default_rng(11)
     prec = np.array([1.0, 25.0, 400.0])
     base = T.Gaussian(1.0 / prec)                      # grad log pi(x) = -prec * x
-    eps, eta = np.array([[1.0, 0.2, 0.05], [0.8, 0.15, 0.04]]), 0.3
-    theta, p = rng.standard_normal((2, 3)), rng.standard_normal((2, 3))
+    eps, eta, alpha = np.array([[1.0, 0.2, 0.05], [0.8, 0.15, 0.04]]), 0.3, 0.6
+    theta, p0 = rng.standard_normal((2, 3)), rng.standard_normal((2, 3))
     target = StepScaledTarget(base, eps)
-    sampler = PersistentLangevin(target, eta, alpha=1.0, delta=0.0)
-    state = sampler.init(theta / eps, v0=0.0, p0=p)
+    sampler = PersistentLangevin(target, eta, alpha=alpha, delta=0.25)
+    state = sampler.init(theta / eps, v0=-0.25, p0=p0)
+    replay = copy.deepcopy(rng)
     new, info = sampler.step(rng, state)
-    assert info.accepted.all()
+    assert info.accepted.all() and np.all(sampler.last_u == 0.0)
+    p = alpha * p0 + np.sqrt(1 - alpha**2) * replay.standard_normal((2, 3))     # step 1, eq. (eq-nru-horowitz)
     p_half = p + 0.5 * eta * eps * (-prec * theta)
     theta_new = theta + eta * eps * p_half
     p_new = p_half + 0.5 * eta * eps * (-prec * theta_new)

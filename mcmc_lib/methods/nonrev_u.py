@@ -31,8 +31,10 @@ def advance_v(rng, v, delta, noise):
 
 def rescale_v(v, log_ratio, accepted):
     """Eq. (eq-nru-rescale): on acceptance v <- v pi(x)/pi(x*) = v exp(-log ratio), which keeps the
-    slice level s = |v| pi(x) fixed; where the proposal was rejected v is unchanged."""
-    return np.where(accepted, v * np.exp(-np.where(accepted, log_ratio, 0.0)), v)
+    slice level s = |v| pi(x) fixed; where the proposal was rejected v is unchanged. v = 0 (u = 0, which
+    accepts any finite ratio) stays 0: exp(-log ratio) may overflow there, and 0 x inf is not a state."""
+    moved = accepted & (v != 0)
+    return np.where(moved, v * np.exp(-np.where(moved, log_ratio, 0.0)), v)
 
 
 class NonrevState(NamedTuple):
@@ -52,6 +54,23 @@ def _check_range(value, name, low, high):
     return value
 
 
+def _refuse_frozen_level(delta, noise):
+    """delta = 0 with no noise never moves v between decisions: only the rescaling on acceptance changes
+    it, and that keeps the slice level s = |v| pi(x) fixed, so the chain is confined to {x: pi(x) > s}
+    for ever (not ergodic). Refused, per chain; shapes that do not match are left to init to refuse."""
+    try:
+        delta_arr, noise_arr = np.broadcast_arrays(np.asarray(delta, dtype=float), np.asarray(noise, dtype=float))
+    except ValueError:
+        return
+    frozen = (delta_arr == 0) & (noise_arr == 0)
+    if np.any(frozen):
+        chains = f" (chains {np.flatnonzero(frozen).tolist()})" if frozen.ndim else ""
+        raise ValueError(f"delta must not be 0 when noise is 0{chains}, got delta={delta!r}, noise={noise!r}: with "
+                         "neither drift nor noise v changes only by the rescaling on acceptance, which keeps the "
+                         "slice level |v| pi(x) fixed, so the chain can never leave the region above its starting "
+                         "level (not ergodic). Give a nonzero delta or noise, or delta=None for the standard method")
+
+
 class NonreversibleUSampler(Sampler):
     """Shared parts: per-chain step size, delta and noise; v in the state; the decision (eqs.
     eq-nru-wrap, eq-nru-accept, eq-nru-rescale). delta=None gives the standard method: noise 1,
@@ -64,6 +83,7 @@ class NonreversibleUSampler(Sampler):
             delta, noise = 0.0, 1.0
         self.initial = {"step_size": step_size, "delta": _check_range(delta, "delta", -1.0, 1.0),
                         "noise": _check_range(noise, "noise", 0.0, 1.0)}
+        _refuse_frozen_level(delta, noise)
         self.step_size = self.delta = self.noise = None
         self.last_u = None
 
@@ -130,8 +150,8 @@ class NonrevMALA(NonreversibleUSampler):
 
 class PersistentLangevin(NonreversibleUSampler):
     """Horowitz's persistent-momentum Langevin update, eq. (eq-nru-horowitz), with u = |v| in the state
-    (delta=None: standard, u drawn afresh). One gradient evaluation per update. alpha (per chain) is
-    the momentum persistence: alpha = 0 is MALA, alpha near 1 keeps the direction."""
+    (delta=None: standard, u drawn afresh). One gradient evaluation per update. alpha (per chain, in
+    [0, 1)) is the momentum persistence: alpha = 0 is MALA, alpha near 1 keeps the direction."""
 
     name = "persistent Langevin"
     uses_gradient = True
@@ -139,6 +159,11 @@ class PersistentLangevin(NonreversibleUSampler):
     def __init__(self, target, step_size, alpha, delta=None, noise=0.0):
         super().__init__(target, step_size, delta, noise)
         self.initial["alpha"] = _check_range(alpha, "alpha", 0.0, 1.0)
+        if np.any(np.asarray(alpha, dtype=float) == 1.0):
+            # no refresh: from (x, p) the chain only steps along one leapfrog path or reverses on it,
+            # a countable set of states whatever u does
+            raise ValueError(f"alpha must be below 1, got {alpha!r}: alpha = 1 never refreshes the momentum, so "
+                             "the chain only moves forward along one leapfrog path or back along it (not ergodic)")
         self.alpha = None
 
     def init(self, x0, v0=0.5, p0=None):
