@@ -1199,7 +1199,7 @@ def verdict_html(stem: str, claims: list, link_prefix: str = "") -> str:
             outcome = "<br>".join(f"{n}&nbsp;{badge(o)}" for o in ALL_OUTCOMES
                                if (n := sum(g["outcome"] == o for g in group)))
         else:
-            paper, ours = e(c["published"]), _replicates_on_own_line(e(c.get("reproduced", "")))
+            paper, ours = e(c["published"]), _replicates_on_own_line(e(_deciding_text(c)))
             outcome = badge(c["outcome"])
         rows.append(
             f'<tr><td class="claim-text" data-label="Claim">{cell}</td>'
@@ -1208,6 +1208,20 @@ def verdict_html(stem: str, claims: list, link_prefix: str = "") -> str:
             f'<td data-label="Outcome">{outcome}</td></tr>')
     return ('<table class="claims-table verdict-table"><thead><tr><th>Claim</th><th>Paper</th>'
             "<th>Ours [95% interval]</th><th>Outcome</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+
+
+def _deciding_text(claim: dict) -> str:
+    """What the verdict table shows as ours: the reproduced value; for "X beats each" only the comparison
+    that decides it, and how many there are (all of them are in the detailed table)."""
+    comparisons = claim.get("comparisons") or {}
+    if len(comparisons) < 2:
+        return claim.get("reproduced", "")
+    deciding = next((name for name, c in comparisons.items() if c["estimate"] == claim.get("estimate")), None)
+    if deciding is None:
+        return claim.get("reproduced", "")
+    shown = Estimate(**comparisons[deciding]["estimate"])
+    return (f"vs {deciding} {shown.text()}: the deciding one of {len(comparisons)} comparisons "
+            f"(R = {shown.n_replicates})")
 
 
 def claims_html(stem: str, claims: list, link_prefix: str = "") -> str:

@@ -2,6 +2,7 @@
 each of the others" as one comparison per competitor, a figure's agreement with the published values as one
 test that counts each spread once, staged designs, one seed per replicate, and the capped count of
 replicates that would decide a claim (issue 47)."""
+import dataclasses
 import json
 import math
 
@@ -363,3 +364,21 @@ def test_the_count_that_would_decide_is_capped_a_rounding_error_from_the_thresho
     # no spread at all: nothing to project from
     flat = Estimate.from_interval(0.31, 0.2, 0.4, 4, "given")
     assert rule.replicates_to_decide_text(flat) == "More replicates or longer runs would decide it"
+
+
+def test_the_verdict_table_shows_the_comparison_that_decides(tmp_path):
+    """A "beats each" claim's row shows the deciding comparison, not all of them (they are in the detailed
+    table)."""
+    registry = claims.ClaimsRegistry("demo", directory=tmp_path, profile="default")
+    registry.declare("each", statement="X beats each", source="Table 1", published="X first",
+                     rule=claims.Rule.greater("ratio of X to each", 1.0, why="the paper ranks X first"))
+    rng = np.random.default_rng(3)
+    x = rng.lognormal(1.0, 0.05, 10)
+    values = {"X": x, "A": x / 1.5 * rng.lognormal(0, 0.05, 10), "B": x / 1.1 * rng.lognormal(0, 0.05, 10),
+              "C": x / 2.0 * rng.lognormal(0, 0.05, 10)}
+    registry.decide_each("each", claims.against_each(values, "X", ratio=True))
+    record = [dataclasses.asdict(c) for c in registry.claims]
+    row = claims.verdict_html("demo", record)
+    assert "vs B " in row and "deciding one of 3 comparisons" in row
+    assert "vs A " not in row and "vs C " not in row
+    assert "vs A " in claims.claims_html("demo", record)

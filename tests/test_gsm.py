@@ -347,6 +347,36 @@ def test_bad_states_and_unsupported_targets():
         gadMALAe(banana)
 
 
+@pytest.mark.parametrize("make", [gadRWM, gadMALAf, gadMALAe])
+def test_tuning_before_a_run_says_to_run_first(make):
+    """Issue 47: tuning() (and proposal_cov()) before any run raised AttributeError on None; now a clear error."""
+    sampler = make(logistic_problem()[0])
+    for what in (sampler.tuning, sampler.proposal_cov):
+        with pytest.raises(RuntimeError, match=r"run it first .*init\(x0\)"):
+            what()
+    sampler.init(np.zeros((2, DIM)))
+    assert sampler.tuning()["L"].shape == (2, DIM, DIM) and sampler.proposal_cov().shape == (2, DIM, DIM)
+
+
+def test_target_evaluations_the_chapter_counts():
+    """The chapter's cost per repeat (book/gsm.md, evaluations_at_paper_length): RWM and AM evaluate the log
+    density once per iteration (and once at the start) and no gradient; gadRWM the log density once per
+    iteration plus gradients during burn-in only; gadMALAf one log density with its gradient per iteration."""
+    from mcmc_lib.samplers import RWM, CholeskyAM
+
+    target = logistic_problem()[0]
+    n_warmup, n_samples = 300, 200
+    for make in (lambda t: RWM(t, step_size=0.3), lambda t: CholeskyAM(t, n_warmup=n_warmup)):
+        r = run(make(target), np.zeros((1, DIM)), n_warmup, n_samples, np.random.default_rng(1))
+        assert r.logp_evals["warmup"] + r.logp_evals["sampling"] == n_warmup + n_samples + 1
+        assert r.grad_evals["warmup"] + r.grad_evals["sampling"] == 0
+    r = run(gadRWM(target), np.zeros((1, DIM)), n_warmup, n_samples, np.random.default_rng(2))
+    assert r.logp_evals["warmup"] + r.logp_evals["sampling"] == n_warmup + n_samples + 1
+    assert 0 < r.grad_evals["warmup"] <= n_warmup and r.grad_evals["sampling"] == 0
+    r = run(gadMALAf(target), np.zeros((1, DIM)), n_warmup, n_samples, np.random.default_rng(3))
+    assert r.grad_evals["warmup"] + r.grad_evals["sampling"] == n_warmup + n_samples + 1
+
+
 # ------------------------------------------------------------------------------------------------
 # A planted sign error in the gadMALAf gradient must make the gradient test fail
 # ------------------------------------------------------------------------------------------------

@@ -199,10 +199,17 @@ class _GradientAdaptive(Sampler):
     def _after_adapt(self, state):
         pass
 
+    def _require_started(self, what):
+        if self.L is None:
+            raise RuntimeError(f"{self.name}.{what}() has nothing to report before the sampler has started: run it "
+                               "first (mcmc_lib.harness.run, or init(x0)), which sets L and beta")
+
     def proposal_cov(self):
+        self._require_started("proposal_cov")
         return np.matmul(self.L, np.swapaxes(self.L, 1, 2))
 
     def tuning(self):
+        self._require_started("tuning")
         return {"L": self.L.copy(), "beta": self.beta.copy()}
 
 
