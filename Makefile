@@ -25,7 +25,7 @@ $(error mcmc_lib/portable.py failed: see the message above)
 endif
 $(foreach setting,$(PORTABLE_SETTINGS),$(eval export $(setting)))
 
-.PHONY: help env book test unit sync nbval book-smoke chromium check-browser book-default-check notebook page lab bench export references paper default-store store-check paper-costs clean publish
+.PHONY: help env book test unit sync nbval book-smoke chromium check-browser book-default-check notebook page lab bench export references paper default-store store-check verify-code paper-costs clean publish
 
 help:
 	@echo "make book       - build the HTML book at _build/html/index.html (MCMC_BOOK_PROFILE=default)"
@@ -52,6 +52,12 @@ help:
 	@echo "                then reads while the units and their code are unchanged (CHAPTERS picks)"
 	@echo "make store-check - which experiments a default build would compute rather than take from the"
 	@echo "                stores, and why (runs no unit; about a minute a chapter; CHAPTERS picks)"
+	@echo "make verify-code - for each stored record whose code changed since its run, rerun a sample of its"
+	@echo "                units under the current code (the cheapest unit of each function and of each value"
+	@echo "                of a string or boolean parameter) and, when every result is the stored one, record"
+	@echo "                that in its provenance, so that it reads as current (STORE=paper|default picks a"
+	@echo "                store, CHAPTERS picks chapters; MAX_SECONDS=1800 per record; DRY_RUN=1 lists the"
+	@echo "                sample and its projected time from the stores, running nothing)"
 	@echo "make paper-costs - what the stored paper runs cost, projected on 16 and 64 workers"
 	@echo "                (COSTS=default: the stored default runs; COSTS=cache: the unit cache;"
 	@echo "                COSTS=checkpoint: what unfinished paper runs have done)"
@@ -191,6 +197,16 @@ default-store: $(STAMP)
 # unit parameter that differs from the stored one, or the code that changed): no unit runs.
 store-check: $(STAMP)
 	$(BIN)/python -m mcmc_lib.store --check \
+	    $(if $(filter command line,$(origin CHAPTERS)),$(basename $(notdir $(CHAPTERS))))
+
+# After an edit of mcmc_lib or of a chapter's unit functions that should change no number (an argument
+# check, a message): rerun a sample of each changed record's units with the cache off and, when each result
+# is the stored one exactly (measured times aside), append a "verified" entry to its provenance (units
+# untouched). A record that differs is left as it was, with the unit and the first difference reported.
+# The chapters are executed at the default profile with MCMC_BOOK_STORE=verify (no other unit runs).
+verify-code: $(STAMP)
+	$(BIN)/python -m mcmc_lib.store --verify-code $(if $(STORE),--profile $(STORE)) \
+	    $(if $(MAX_SECONDS),--max-seconds $(MAX_SECONDS)) $(if $(filter 1,$(DRY_RUN)),--dry-run) \
 	    $(if $(filter command line,$(origin CHAPTERS)),$(basename $(notdir $(CHAPTERS))))
 
 # What the stored paper-profile runs cost, and would cost on 16 and 64 workers (COSTS=default: the

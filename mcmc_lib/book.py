@@ -11,13 +11,39 @@ from io import BytesIO
 
 import numpy as np
 
+from .validation import require_mapping, require_number, require_sequence, require_str, wrong_type
+
 # The PNG text chunk in which a figure records its smallest text, in pixels of the image (tests/check_browser.py).
 TEXT_SIZE_KEY = "mcmc_lib:min-text-px"
+
+
+def _require_figure(figure, name: str = "figure"):
+    """A matplotlib figure."""
+    from matplotlib.figure import Figure
+
+    if not isinstance(figure, Figure):
+        if isinstance(figure, (list, tuple)):
+            raise ValueError(f"{name} must be one matplotlib figure, got a {type(figure).__name__} of {len(figure)}")
+        raise wrong_type(name, "a matplotlib Figure", figure)
+    return figure
+
+
+def _require_dpi(dpi):
+    if dpi is not None and require_number(dpi, "dpi") <= 0:
+        raise ValueError(f"dpi must be positive, got {dpi!r}")
+
+
+def _require_png(png):
+    if not isinstance(png, (bytes, bytearray)):
+        if isinstance(png, (list, tuple)):
+            raise ValueError(f"png must be one PNG as bytes, got a {type(png).__name__} of {len(png)}")
+        raise wrong_type("png", "PNG bytes", png)
 
 
 def glue_value(name: str, value) -> None:
     """``myst_nb.glue`` a value (number or text) for ``{glue:text}`name:.3f``` formatting: numpy scalars become
     Python numbers first (glue stores their repr, which the formatter cannot parse)."""
+    require_str(name, "name")
     from myst_nb import glue
 
     value = value.item() if isinstance(value, np.generic) else value
@@ -52,6 +78,8 @@ def smallest_text_px(figure, dpi: float | None = None) -> float | None:
     the figure has no text."""
     from matplotlib.text import Text
 
+    _require_figure(figure)
+    _require_dpi(dpi)
     dpi = figure.dpi if dpi is None else dpi
     sizes = [t.get_fontsize() for t in figure.findobj(Text)
              if t.get_visible() and t.get_text().strip()]
@@ -61,6 +89,8 @@ def smallest_text_px(figure, dpi: float | None = None) -> float | None:
 def figure_png(figure, dpi: float | None = None) -> bytes:
     """The figure as PNG (cropped as Jupyter shows it), with its smallest text size recorded in a text
     chunk under ``TEXT_SIZE_KEY``."""
+    _require_figure(figure)
+    _require_dpi(dpi)
     dpi = figure.dpi if dpi is None else dpi
     buffer = BytesIO()
     figure.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight", facecolor=figure.get_facecolor())
@@ -70,6 +100,9 @@ def figure_png(figure, dpi: float | None = None) -> bytes:
 
 def add_png_text(png: bytes, key: str, value: str) -> bytes:
     """``png`` with a tEXt chunk ``key``: ``value`` inserted after its header chunk."""
+    _require_png(png)
+    require_str(key, "key")
+    require_str(value, "value")
     signature, header_end = 8, 8 + 4 + 4 + 13 + 4          # signature, then IHDR (length, type, 13 bytes, CRC)
     if png[:signature] != b"\x89PNG\r\n\x1a\n" or png[12:16] != b"IHDR":
         raise ValueError("png must be PNG bytes starting with their IHDR chunk")
@@ -80,6 +113,7 @@ def add_png_text(png: bytes, key: str, value: str) -> bytes:
 
 def png_text(png: bytes) -> dict:
     """The tEXt chunks of PNG bytes, as a dict."""
+    _require_png(png)
     found, position = {}, 8
     while position + 8 <= len(png):
         length, kind = struct.unpack(">I", png[position:position + 4])[0], png[position + 4:position + 8]
@@ -102,8 +136,10 @@ def figure_html(figure, alt: str, caption: str = "", dpi: float | None = None):
     import matplotlib.pyplot as plt
     from IPython.display import HTML
 
+    _require_figure(figure)
     if not isinstance(alt, str) or not alt.strip():
         raise ValueError(f"alt must describe the figure for readers who cannot see it, got {alt!r}")
+    require_str(caption, "caption")
     png = base64.b64encode(figure_png(figure, dpi)).decode("ascii")
     plt.close(figure)
     caption_html = f"<figcaption><p>{html.escape(caption)}</p></figcaption>" if caption else ""
@@ -116,6 +152,10 @@ def scrolling_table(table):
     that scrolls sideways when the table is wider than the column."""
     from IPython.display import HTML
 
+    if not isinstance(table, str) and not callable(getattr(table, "to_html", None)):
+        if isinstance(table, (list, tuple)):
+            raise ValueError(f"table must be one table, got a {type(table).__name__} of {len(table)}")
+        raise wrong_type("table", "a pandas DataFrame or Styler, or HTML text", table)
     text = table if isinstance(table, str) else table.to_html()
     return HTML(f'<div class="claims-scroll">{text}</div>')
 
@@ -159,6 +199,16 @@ def provenance_block(profile: str, seeds, scale: str | None = None, stored=None,
     Returns an IPython HTML object (``<details class="provenance">``)."""
     from IPython.display import HTML
 
+    require_str(profile, "profile")
+    if scale is not None:
+        require_str(scale, "scale")
+    if stored is not None:
+        _require_experiments(stored)
+    if timings is not None:
+        for what, seconds in require_mapping(timings, "timings").items():
+            require_number(seconds, f"timings[{what!r}]")
+    require_sequence(notes, "notes")
+
     from .store import duration_text
 
     e = html.escape
@@ -182,6 +232,7 @@ def experiments_table(stored) -> str:
     or this build, units, commit, date, computing time, and whether the code changed since (HTML)."""
     from .store import duration_text
 
+    _require_experiments(stored)
     e = html.escape
     rows = []
     for name, result in stored.results.items():
@@ -192,6 +243,11 @@ def experiments_table(stored) -> str:
         remarks = []
         if result.code_changed:
             remarks.append("code changed since")
+        elif getattr(result, "verified", None):        # changed, and a sample rerun under it gave these results
+            remarks.append(f"code changed since; {len(result.verified['units'])} units rerun under it "
+                           f"({str(result.verified['commit'])[:7]}"
+                           f"{'+' if result.verified.get('uncommitted_changes') else ''}): identical"
+                           f"{', timings aside' if result.verified.get('timings_aside') else ''}")
         if record.get("n_units_sharing_a_core"):
             remarks.append(f"{record['n_units_sharing_a_core']} shared a core")
         cells = [name, result.profile, where, record.get("n_units", len(result.values)), commit,
@@ -204,6 +260,15 @@ def experiments_table(stored) -> str:
             "with the full record of each run (machine, unit times, seeds).</p>"
             f'<div class="claims-scroll"><table class="provenance-table"><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table></div>')
+
+
+def _require_experiments(stored, name: str = "stored"):
+    """A ``mcmc_lib.store.Experiments`` (what provenance_block and experiments_table read)."""
+    if not isinstance(getattr(stored, "results", None), dict) or not isinstance(getattr(stored, "chapter", None), str):
+        if isinstance(stored, (list, tuple)):
+            raise ValueError(f"{name} must be one Experiments, got a {type(stored).__name__} of {len(stored)}")
+        raise wrong_type(name, "a mcmc_lib.store.Experiments", stored)
+    return stored
 
 
 def _versions() -> str:

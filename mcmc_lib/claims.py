@@ -27,6 +27,7 @@ import html
 import json
 import math
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -34,6 +35,8 @@ import numpy as np
 from scipy import stats
 
 from .profiles import PROFILES, active_profile
+from .validation import (float_array, require_bool, require_callable, require_int, require_mapping, require_number,
+                         require_path, require_probability, require_sequence, require_str, wrong_type)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CLAIMS_DIR = REPO_ROOT / "_build" / "claims"   # where the book build writes claims and the scoreboard reads them
@@ -87,11 +90,16 @@ class Estimate:
 
     def __post_init__(self):
         for name in ("value", "low", "high"):
-            setattr(self, name, float(getattr(self, name)))
+            setattr(self, name, require_number(getattr(self, name), name, finite=False))
         if not (self.low <= self.value <= self.high) and not any(map(math.isnan, (self.low, self.value, self.high))):
             raise ValueError(f"the interval [{self.low}, {self.high}] must contain the value {self.value}")
-        if not 0 < self.level < 1:
-            raise ValueError(f"level must lie in (0, 1), got {self.level!r}")
+        self.n_replicates = require_int(self.n_replicates, "n_replicates", minimum=1)
+        self.level = require_probability(self.level, "level")
+        self.method = require_str(self.method, "method")
+        self.replicates = require_sequence(self.replicates, "replicates")
+        self.seeds = require_sequence(self.seeds, "seeds")
+        self.spread = require_number(self.spread, "spread", finite=False)
+        require_mapping(self.second_sample, "second_sample")
 
     @classmethod
     def from_replicates(cls, values, seeds=None, level: float = 0.95, log_scale: bool = False) -> "Estimate":
@@ -102,6 +110,7 @@ class Estimate:
         """
         values = _replicate_values(values, "values")
         seeds = _seed_per_replicate(seeds, values.size, "seeds")
+        level, log_scale = require_probability(level, "level"), require_bool(log_scale, "log_scale")
         if log_scale and np.any(values <= 0):
             raise ValueError("values must be positive with log_scale=True")
         work = np.log(values) if log_scale else values
@@ -119,10 +128,14 @@ class Estimate:
     def from_interval(cls, value, low, high, n_replicates: int, method: str, level: float = 0.95,
                       replicates=(), seeds=()) -> "Estimate":
         """An interval computed another way (a binomial interval, a delta method); ``method`` says how."""
-        if int(n_replicates) < 1:
-            raise ValueError(f"n_replicates must be at least 1, got {n_replicates!r}")
-        return cls(value, low, high, int(n_replicates), level, _require_text(method, "method"),
-                   [float(v) for v in replicates], [_plain(s) for s in seeds])
+        n_replicates = require_int(n_replicates, "n_replicates", minimum=1)
+        replicates = float_array(require_sequence(replicates, "replicates"), "replicates")
+        if replicates.ndim != 1:
+            raise ValueError(f"replicates must hold one value per replicate (a 1-D sequence), got shape "
+                             f"{replicates.shape}")
+        replicates = replicates.tolist()
+        return cls(value, low, high, n_replicates, level, _require_text(method, "method"), replicates,
+                   [_plain(s, f"seeds[{i}]") for i, s in enumerate(require_sequence(seeds, "seeds"))])
 
     @classmethod
     def win_fraction(cls, winners, claimed: str, seeds=None, level: float = 0.95,
@@ -150,6 +163,7 @@ class Estimate:
             raise ValueError(f"claimed {claimed!r} won none of the {len(winners)} replicates (winners: "
                              f"{sorted(set(winners))}): pass competitors= (every name that could have won) so "
                              "that a name that never won is told from a misspelt one")
+        level = require_probability(level, "level")
         n, k = len(winners), sum(w == claimed for w in winners)
         z = float(stats.norm.ppf(0.5 + level / 2))
         p = k / n
@@ -192,6 +206,7 @@ class Estimate:
         smaller sample and ``spread`` sqrt(sd_x^2 + sd_y^2), so that ``Rule.replicates_to_decide`` counts
         replicates per method."""
         x, y = _replicate_values(x, "x"), _replicate_values(y, "y")
+        level = require_probability(level, "level")
         difference, half, df = _welch(x, y, level)
         method = (f"difference of means of {x.size} and {y.size} independent replicates (unpaired), "
                   f"{100 * level:.0f}% Welch interval (df {df:.1f})")
@@ -203,6 +218,7 @@ class Estimate:
         back (ratios spread multiplicatively). Replicate counts and spread as ``unpaired_difference``, on
         the log scale."""
         x, y = _replicate_values(x, "x"), _replicate_values(y, "y")
+        level = require_probability(level, "level")
         if np.any(x <= 0) or np.any(y <= 0):
             raise ValueError("x and y must be positive for a ratio")
         log_x, log_y = np.log(x), np.log(y)
@@ -235,18 +251,24 @@ class Estimate:
         return f"{fmt(self.value)} [{fmt(self.low, -1)}, {fmt(self.high, +1)}]"
 
 
-def _plain(seed):
+def _plain(seed, name: str = "seed"):
     """A seed as JSON: an int or a list of them (nested for a replicate made of several runs, e.g. a ratio
-    of two independent chains has the pair of their seeds)."""
+    of two independent chains has the pair of their seeds). A seed that is not a whole number >= 0 (a
+    string, None, 1.5) is refused, naming ``name``."""
     if isinstance(seed, (list, tuple, np.ndarray)):
-        return [_plain(s) for s in seed]
-    return int(seed)
+        return [_plain(s, f"{name}[{i}]") for i, s in enumerate(seed)]
+    return require_int(seed, name)
 
 
 def _replicate_values(values, name: str) -> np.ndarray:
     """Replicate values as a float array: one value per replicate (a 2-D array is ambiguous, refused rather
-    than flattened into more replicates than ran), at least 2 (for an interval), all finite."""
-    values = np.asarray(values, dtype=float)
+    than flattened into more replicates than ran), at least 2 (for an interval), all finite. Numbers only
+    (booleans count as 0 and 1: an indicator per replicate); a string or other non-number is refused."""
+    try:
+        raw = values if isinstance(values, np.ndarray) else np.asarray(values)
+    except (TypeError, ValueError):                   # a ragged list
+        raise wrong_type(name, "a list of numbers, one per replicate", values) from None
+    values = raw.astype(float) if raw.dtype.kind == "b" else float_array(values, name)
     if values.ndim != 1:
         raise ValueError(f"{name} must hold one value per replicate (a 1-D sequence), got an array of shape "
                          f"{values.shape}: reduce each replicate to its value first")
@@ -261,11 +283,13 @@ def _seed_per_replicate(seeds, n_replicates: int, name: str) -> list:
     """The record lists each replicate's own seed: ``seeds`` (None for none) must have one per replicate."""
     if seeds is None:
         return []
+    if isinstance(seeds, (str, bytes, Mapping)) or not isinstance(seeds, Iterable):
+        raise wrong_type(name, "a list of seeds, one per replicate", seeds)
     seeds = list(seeds)
     if len(seeds) != n_replicates:
         raise ValueError(f"{name} must give one seed per replicate: {n_replicates} replicates, {len(seeds)} "
                          f"seeds (a replicate made of several runs takes the list of their seeds)")
-    return [_plain(s) for s in seeds]
+    return [_plain(s, f"{name}[{i}]") for i, s in enumerate(seeds)]
 
 
 def _pairs(x, y, seeds):
@@ -346,9 +370,13 @@ def replicate(experiment, n_replicates: int, seed, label: str | None = None, **p
     units of ``mcmc_lib.units`` (in parallel, cached, resumable). Returns ``(results, seeds)``, results in
     replicate order, ready for ``Estimate.from_replicates([f(res) for res in results], seeds=seeds)``."""
     from .units import Unit, run_units
+    require_callable(experiment, "experiment")
     if isinstance(n_replicates, bool) or not isinstance(n_replicates, (int, np.integer)) or n_replicates < 1:
         raise ValueError(f"n_replicates must be a positive int, got {n_replicates!r}")
-    base = [int(s) for s in seed] if isinstance(seed, (list, tuple)) else [int(seed)]
+    if label is not None:
+        require_str(label, "label")
+    base = _plain(list(seed) if isinstance(seed, tuple) else seed)
+    base = base if isinstance(base, list) else [base]
     seeds = [base + [r] for r in range(int(n_replicates))]
     results = run_units([Unit(experiment, params, s) for s in seeds], label=label)
     return results, seeds
@@ -372,6 +400,13 @@ class Rule:
     high: float = float("nan")
     why: str = ""            # where the threshold comes from in the paper
 
+    def __post_init__(self):
+        self.kind = require_str(self.kind, "kind", ("agreement",) if isinstance(self, AgreementRule) else RULE_KINDS)
+        self.quantity = require_str(self.quantity, "quantity")
+        for name in ("threshold", "low", "high"):       # NaN where the kind has none
+            setattr(self, name, require_number(getattr(self, name), name, finite=False))
+        self.why = require_str(self.why, "why")
+
     @classmethod
     def greater(cls, quantity: str, threshold: float, why: str) -> "Rule":
         return cls("greater", _require_text(quantity, "quantity"), _finite(threshold, "threshold"),
@@ -394,14 +429,11 @@ class Rule:
                     tolerance: float | None = None, power: float = 0.8) -> "AgreementRule":
         """The rule of a claim that a figure's (or table's) cells agree with the published values, decided as
         one claim by one test over the cells (``AgreementRule``; ``ClaimsRegistry.decide_figure``)."""
-        if not 0 < alpha < 1:
-            raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
-        if test not in AGREEMENT_TESTS:
-            raise ValueError(f"test must be one of {', '.join(AGREEMENT_TESTS)}, got {test!r}")
+        alpha = require_probability(alpha, "alpha")
+        require_str(test, "test", AGREEMENT_TESTS)
         if tolerance is not None and not _finite(tolerance, "tolerance") > 0:
             raise ValueError(f"tolerance must be positive, got {tolerance!r}")
-        if not 0 < power < 1:
-            raise ValueError(f"power must lie in (0, 1), got {power!r}")
+        power = require_probability(power, "power")
         return AgreementRule("agreement", _require_text(quantity, "quantity"), why=_require_text(why, "why"),
                              alpha=float(alpha), test=test,
                              tolerance=float("nan") if tolerance is None else float(tolerance), power=float(power))
@@ -490,6 +522,7 @@ class Rule:
 
 
 MAX_REPLICATES_TO_DECIDE = 100_000
+RULE_KINDS = ("greater", "less", "within")
 
 
 def _gap_at(rule_at, n: int, estimate: Estimate) -> float:
@@ -515,10 +548,8 @@ def _first_deciding_count(estimate: Estimate, rule_at, first: int, quantile: flo
 
 
 def _finite(value, name):
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return value
+    """A finite real number (not a string, a boolean or a list), as a float."""
+    return require_number(value, name)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -534,9 +565,13 @@ def against_each(values: dict, ours: str, *, common_seeds=None, seeds: dict | No
     ``common_seeds[i]`` (common random numbers, the same data draw). Without it the runs are independent and
     each comparison is Welch's (on log values for a ratio); ``seeds`` (method -> its replicates' seeds) is
     then recorded with them."""
+    require_mapping(values, "values")
+    require_str(ours, "ours")
     if ours not in values or len(values) < 2:
-        raise ValueError(f"values must hold {ours!r} and at least one competitor, got {sorted(values)}")
-    seeds = seeds or {}
+        raise ValueError(f"values must hold {ours!r} (ours) and at least one competitor, got {sorted(values)}")
+    seeds = {} if seeds is None else require_mapping(seeds, "seeds")
+    require_bool(ratio, "ratio")
+    level = require_probability(level, "level")
     estimates = {}
     for name, theirs in values.items():
         if name == ours:
@@ -557,8 +592,20 @@ def each_must_pass(outcomes) -> str:
     "reproduced" for samplers that are in fact equal at most that of one test (2.5% for 95% intervals):
     deciding against "the best of the others" would not, as E[X - min(A, B)] > 0 even when X, A and B are
     identical. "Not reproduced" is a union: for k competitors equal to X it comes at up to k times that
-    rate (the issue's rule; a chapter that finds this too eager can state wider intervals in its rule)."""
+    rate (the issue's rule; a chapter that finds this too eager can state wider intervals in its rule).
+    ``outcomes``: any iterable of outcomes (a list, a generator, a dict's values), at least one."""
+    if isinstance(outcomes, (str, bytes)):
+        raise ValueError(f"outcomes must be a list of outcomes, one per comparison, got the string {outcomes!r} "
+                         f"(write [{outcomes!r}] for one)")
+    if isinstance(outcomes, Mapping) or not isinstance(outcomes, Iterable):
+        raise wrong_type("outcomes", "a list of outcomes, one per comparison (a dict's .values())", outcomes)
     outcomes = list(outcomes)
+    if not outcomes:
+        raise ValueError("outcomes must hold the outcome of at least one comparison, got none: with no "
+                         "comparison nothing has been beaten")
+    unknown = [o for o in outcomes if not isinstance(o, str) or o not in OUTCOMES]
+    if unknown:
+        raise ValueError(f"outcomes must each be one of {OUTCOMES}, got {unknown!r}")
     if NOT_REPRODUCED in outcomes:
         return NOT_REPRODUCED
     return REPRODUCED if all(o == REPRODUCED for o in outcomes) else INCONCLUSIVE
@@ -623,6 +670,15 @@ class AgreementRule(Rule):
     test: str = "bonferroni"
     tolerance: float = float("nan")
     power: float = 0.8
+
+    def __post_init__(self):
+        self.alpha = require_probability(self.alpha, "alpha")
+        self.test = require_str(self.test, "test", AGREEMENT_TESTS)
+        self.tolerance = require_number(self.tolerance, "tolerance", finite=False)
+        if not (math.isnan(self.tolerance) or 0 < self.tolerance < math.inf):
+            raise ValueError(f"tolerance must be positive and finite (NaN for none), got {self.tolerance!r}")
+        self.power = require_probability(self.power, "power")
+        super().__post_init__()
 
     def text(self) -> str:
         test = ("max |z| over the cells against a Bonferroni bound" if self.test == "bonferroni"
@@ -807,13 +863,13 @@ class ClaimsRegistry:
         """``profile``: the profile whose scale the chapter's evidence has, shown with each claim: the
         active profile unless given (a chapter that shows stored paper-profile results passes "paper";
         ``decide(..., profile=...)`` sets it for one claim)."""
-        if not stem or "/" in stem:
+        if not require_str(stem, "stem") or "/" in stem:
             raise ValueError(f"stem must be a chapter file stem such as 'gsm', got {stem!r}")
-        if profile is not None and profile not in PROFILES:
+        if profile is not None and require_str(profile, "profile") not in PROFILES:
             raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {profile!r}")
         self.stem = stem
         self.profile = profile
-        self.directory = claims_directory() if directory is None else Path(directory)
+        self.directory = claims_directory() if directory is None else require_path(directory, "directory")
         self.claims: list[Claim] = []
         self._declared: dict[str, tuple[Claim, Rule]] = {}
 
@@ -1122,7 +1178,7 @@ def _text(value) -> str:
 
 def load_claims(directory: Path | None = None) -> dict:
     """{chapter stem: [claim dicts]} from ``_build/claims/*.json``."""
-    directory = claims_directory() if directory is None else Path(directory)
+    directory = claims_directory() if directory is None else require_path(directory, "directory")
     return {data["chapter"]: data["claims"]
             for data in (json.loads(p.read_text()) for p in sorted(directory.glob("*.json")))}
 
@@ -1130,7 +1186,11 @@ def load_claims(directory: Path | None = None) -> dict:
 def outcome_counts(claims_by_chapter: dict, order=None):
     """A DataFrame chapter x outcome of claim counts, chapters in ``order`` (e.g. the table of contents)."""
     import pandas as pd
-    order = list(claims_by_chapter) if order is None else [c for c in order if c in claims_by_chapter]
+    require_mapping(claims_by_chapter, "claims_by_chapter")
+    for stem, claims in claims_by_chapter.items():
+        _claim_records(claims, f"claims_by_chapter[{stem!r}]", ("outcome",))
+    order = list(claims_by_chapter) if order is None else [c for c in require_sequence(order, "order")
+                                                           if c in claims_by_chapter]
     rows = {stem: {o: sum(c["outcome"] == o for c in claims_by_chapter[stem]) for o in ALL_OUTCOMES}
             for stem in order}
     frame = pd.DataFrame.from_dict(rows, orient="index", columns=list(ALL_OUTCOMES)).fillna(0).astype(int)
@@ -1141,22 +1201,36 @@ BADGE_CLASS = {REPRODUCED: "reproduced", NOT_REPRODUCED: "not-reproduced", INCON
                NOT_RUN: "not-run", LEGACY_HOLDS: "legacy", LEGACY_FAILS: "legacy-fails"}
 
 
+def _claim_records(claims, name: str, keys=()) -> list:
+    """A list of claim records (dicts, as ``load_claims`` reads them), each with ``keys``."""
+    claims = require_sequence(claims, name, of=Mapping, what="claim records (dicts)")
+    for i, claim in enumerate(claims):
+        missing = [key for key in keys if key not in claim]
+        if missing:
+            raise ValueError(f"{name}[{i}] must be a claim record with {missing}, got the keys {sorted(claim)}")
+    return claims
+
+
 def badge(outcome: str) -> str:
+    require_str(outcome, "outcome")
     return f'<span class="claim-badge claim-{BADGE_CLASS.get(outcome, "legacy")}">{html.escape(outcome)}</span>'
 
 
 def audit_stem(stem: str) -> str:
     """The stem of a chapter's audit page (protocol, per-cell tables, side investigations)."""
-    return f"{stem}_audit"
+    return f"{require_str(stem, 'stem')}_audit"
 
 
 def evidence_link(stem: str, section: str, link_prefix: str = "", book_dir: Path | None = None) -> str:
     """Where a claim is decided: ``#label`` on the chapter's page, or ``<stem>_audit.html#label`` when the
     label is defined on its audit page; with ``link_prefix`` (the scoreboard) always a page and anchor.
     "" when the claim names no section."""
+    require_str(stem, "stem")
+    require_str(section, "section")
+    require_str(link_prefix, "link_prefix")
     if not section:
         return f"{link_prefix}{stem}.html" if link_prefix else ""
-    book_dir = REPO_ROOT / "book" if book_dir is None else Path(book_dir)
+    book_dir = REPO_ROOT / "book" if book_dir is None else require_path(book_dir, "book_dir")
     audit = book_dir / f"{audit_stem(stem)}.md"
     on_audit = audit.exists() and f"({section})=" in audit.read_text()
     if on_audit:
@@ -1167,6 +1241,7 @@ def evidence_link(stem: str, section: str, link_prefix: str = "", book_dir: Path
 def counts_text(claims: list) -> str:
     """"11 claims: 7 reproduced, 2 not reproduced, 1 inconclusive, 1 not run here" (outcomes with none
     left out)."""
+    claims = _claim_records(claims, "claims", ("outcome",))
     counts = [(o, sum(c["outcome"] == o for c in claims)) for o in ALL_OUTCOMES]
     parts = [f"{n} {o}" for o, n in counts if n]
     return f"{len(claims)} claim{'' if len(claims) == 1 else 's'}: " + ", ".join(parts)
@@ -1174,6 +1249,10 @@ def counts_text(claims: list) -> str:
 
 def short_title(claim: dict) -> str:
     """The claim in a few words: its ``short``, else its statement cut at a word near 70 characters."""
+    require_mapping(claim, "claim")
+    if not claim.get("short") and "statement" not in claim:
+        raise ValueError(f"claim must be a claim record with a 'statement' (or a 'short'), got the keys "
+                         f"{sorted(claim)}")
     if claim.get("short"):
         return claim["short"]
     text = claim["statement"]
@@ -1185,6 +1264,9 @@ def verdict_html(stem: str, claims: list, link_prefix: str = "") -> str:
     the paper's number, ours with its interval, the outcome; a group of per-cell claims is one row with the
     count of each outcome. The full statement, rule and note are on the scoreboard and the chapter's audit
     page."""
+    require_str(stem, "stem")
+    require_str(link_prefix, "link_prefix")
+    claims = _claim_records(claims, "claims", ("statement", "published", "outcome"))
     e = html.escape
     rows = []
     for c in claims:
@@ -1228,6 +1310,9 @@ def claims_html(stem: str, claims: list, link_prefix: str = "") -> str:
     """A compact table (claim, paper, ours, outcome) whose rows open to the full statement, source, rule and
     note; the claim links to the section of its chapter that decides it. Narrow screens stack the cells
     (book/_static/claims.css)."""
+    require_str(stem, "stem")
+    require_str(link_prefix, "link_prefix")
+    claims = _claim_records(claims, "claims", ("id", "statement", "published", "outcome"))
     e = html.escape
     rows = []
     for c in claims:
@@ -1267,8 +1352,14 @@ def _replicates_on_own_line(text: str) -> str:
 
 
 def counts_html(counts, titles: dict | None = None) -> str:
-    """The scoreboard's summary: one row per chapter, a column per outcome, badges as headers."""
-    titles = titles or {}
+    """The scoreboard's summary: one row per chapter, a column per outcome, badges as headers. ``counts``: the
+    DataFrame of ``outcome_counts``; ``titles``: {chapter stem: title}."""
+    if not (hasattr(counts, "columns") and hasattr(counts, "iterrows")):
+        if isinstance(counts, (list, tuple, Mapping, np.ndarray)):
+            raise ValueError(f"counts must be the table of outcome_counts (a pandas DataFrame, chapters x "
+                             f"outcomes), got a {type(counts).__name__}: {counts!r:.80}")
+        raise wrong_type("counts", "a pandas DataFrame (outcome_counts)", counts)
+    titles = {} if titles is None else require_mapping(titles, "titles")
     head = "".join(f"<th>{badge(o)}</th>" for o in counts.columns)
     body = "".join(
         f'<tr><td data-label="Chapter"><a href="#claims-{stem}">{html.escape(titles.get(stem, stem))}</a></td>'

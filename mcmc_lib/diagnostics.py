@@ -1,7 +1,10 @@
 """Sample-quality diagnostics: effective sample size, autocorrelation time, Stein discrepancies, MMD.
 
-Shapes follow the library: chains are arrays of shape ``(n_chains, n_draws, dim)``; a single
-chain ``(n_draws, dim)`` is accepted where that is natural. Point sets for the kernel
+Shapes follow the library: chains are arrays of shape ``(n_chains, n_draws, dim)``. A 2-D array
+of draws is ambiguous (one chain ``(n_draws, dim)``, or chains of one coordinate ``(n_chains,
+n_draws)``), so ``ess``, ``ess_summary`` and ``monte_carlo_standard_error`` refuse it unless its
+``layout`` is named: ``layout="draws, dim"`` or ``layout="chains, draws"`` (``"draws"`` for one
+scalar chain). Point sets for the kernel
 discrepancies (KSD, FSSD, MMD) are ``(N, dim)``, with ``scores`` = ``grad log pi`` at the points;
 a 1-D array of N numbers given to them is N scalar draws, shape ``(N, 1)`` (never one N-dimensional
 point). Only the kernels themselves (``imq_kernel``, ``stein_kernel_imq``) read a 1-D array as
@@ -31,7 +34,7 @@ import numpy as np
 from scipy import stats
 from scipy.fft import next_fast_len
 
-from .validation import require_int, require_positive, require_rng
+from .validation import float_array, require_bool, require_int, require_positive, require_rng, require_str
 
 with warnings.catch_warnings():
     # ArviZ 0.23 emits a once-a-day FutureWarning about its coming refactor at import time; it
@@ -45,20 +48,51 @@ DEFAULT_LEVELS = (0.683, 0.90, 0.95, 0.99)
 # ----------------------------------------------------------------------------------------------
 # Input checks
 # ----------------------------------------------------------------------------------------------
-def _as_chains(samples, name: str = "samples", min_draws: int = 4):
-    """Return (array of shape (n_chains, n_draws, dim), True if the input was a single chain)."""
-    arr = np.asarray(samples, dtype=float)
-    single = arr.ndim == 2
-    if single:
-        arr = arr[None]
-    if arr.ndim != 3 or arr.size == 0:
-        raise ValueError(f"{name} must have shape (n_chains, n_draws, dim) or (n_draws, dim), "
-                         f"got {np.shape(samples)}")
+# The layouts of an array of draws, by the axes it has; the default for a 3-D array is the first.
+LAYOUTS = {"chains, draws, dim": 3, "draws, dim": 2, "chains, draws": 2, "draws": 1}
+
+
+def _as_chains(samples, name: str = "samples", min_draws: int = 4, layout: str | None = None):
+    """Return (array of shape (n_chains, n_draws, dim), the layout of the input).
+
+    A 3-D array is (n_chains, n_draws, dim). A 2-D array is ambiguous, one chain (n_draws, dim) or
+    chains of one coordinate (n_chains, n_draws): it is refused unless ``layout`` names which."""
+    arr = float_array(samples, name)
+    if layout is None:
+        if arr.ndim == 2:
+            raise ValueError(
+                f"{name} of shape {arr.shape} is ambiguous: pass layout='draws, dim' for one chain of "
+                f"{arr.shape[0]} draws of {arr.shape[1]} coordinates, or layout='chains, draws' for "
+                f"{arr.shape[0]} chains of {arr.shape[1]} draws of one coordinate (3-D arrays are "
+                "(n_chains, n_draws, dim))")
+        if arr.ndim != 3:
+            raise ValueError(f"{name} must have shape (n_chains, n_draws, dim) (or name its layout: "
+                             f"{', '.join(map(repr, LAYOUTS))}), got {np.shape(samples)}")
+        layout = "chains, draws, dim"
+    else:
+        require_str(layout, "layout", tuple(LAYOUTS))
+        if arr.ndim != LAYOUTS[layout]:
+            raise ValueError(f"layout={layout!r} describes a {LAYOUTS[layout]}-D array, but {name} has "
+                             f"shape {np.shape(samples)}")
+    arr = {"chains, draws, dim": arr, "draws, dim": arr[None], "chains, draws": arr[..., None],
+           "draws": arr[None, :, None]}[layout]
+    if arr.size == 0:
+        raise ValueError(f"{name} must not be empty, got shape {np.shape(samples)}")
     if arr.shape[1] < min_draws:
         raise ValueError(f"{name} needs at least {min_draws} draws per chain, got {arr.shape[1]}")
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must be finite")
-    return arr, single
+    return arr, layout
+
+
+def _in_layout(values: np.ndarray, layout: str, per_chain: bool):
+    """Per-chain (n_chains, dim) or pooled (dim,) values, with the axes the input lacked removed:
+    (dim,) for one chain "draws, dim", (n_chains,) or a scalar for "chains, draws", a scalar for "draws"."""
+    if per_chain and layout in ("draws, dim", "draws"):
+        values = values[0]
+    if layout in ("chains, draws", "draws"):
+        values = values[..., 0]
+    return values
 
 
 def _as_points(x, name: str, dim: int | None = None, min_points: int = 1,
@@ -67,7 +101,7 @@ def _as_points(x, name: str, dim: int | None = None, min_points: int = 1,
 
     A 1-D x of length N is N scalar draws, (N, 1), with one_d="draws" (samples, scores, test
     locations); it is one point, (1, N), with one_d="point" (the kernels' arguments x, y)."""
-    arr = np.asarray(x, dtype=float)
+    arr = float_array(x, name)
     if arr.ndim == 1:
         arr = arr[None, :] if one_d == "point" else arr[:, None]
     if arr.ndim != 2 or arr.shape[1] == 0 or (dim is not None and arr.shape[1] != dim):
@@ -124,7 +158,7 @@ def _arviz_ess(chains_2d: np.ndarray) -> float:
     return float(arviz.ess(centred / centred.std(), method="identity"))
 
 
-def ess(samples, per_chain: bool = True) -> np.ndarray:
+def ess(samples, per_chain: bool = True, *, layout: str | None = None) -> np.ndarray:
     r"""Per-coordinate effective sample size by Geyer's initial monotone sequence (through ArviZ).
 
     ESS = M N / tau,  tau = -1 + 2 sum_{m=0}^{K} Gamma_m,  Gamma_m = rho_{2m} + rho_{2m+1},
@@ -147,27 +181,37 @@ def ess(samples, per_chain: bool = True) -> np.ndarray:
     every chain is the same number; chains stuck at different points get an ESS near 1-2, from
     their between-chain variance.)
 
-    samples: (n_chains, n_draws, dim), or one chain (n_draws, dim).
+    samples: (n_chains, n_draws, dim). A 2-D array needs its ``layout`` named (it is refused
+    otherwise: read as one chain, 8 chains of 1,000 draws would give 1,000 ESS values of a
+    "coordinate" each): ``layout="draws, dim"``: one chain (n_draws, dim);
+    ``layout="chains, draws"``: chains of one coordinate (n_chains, n_draws); ``layout="draws"``:
+    one scalar chain (n_draws,).
     per_chain=True: each chain is treated as an independent run (one ESS per run, as in the
-    papers' tables) -> (n_chains, dim), or (dim,) for a single-chain input.
+    papers' tables) -> (n_chains, dim); (dim,) for "draws, dim", (n_chains,) for "chains, draws".
     per_chain=False: the chains are pooled as ArviZ pools them (between-chain variance included)
-    -> (dim,).
+    -> (dim,); a scalar for "chains, draws".
     """
-    chains, single = _as_chains(samples)
+    per_chain = require_bool(per_chain, "per_chain")
+    chains, layout = _as_chains(samples, layout=layout)
+    return _in_layout(_ess(chains, per_chain), layout, per_chain)
+
+
+def _ess(chains: np.ndarray, per_chain: bool) -> np.ndarray:
+    """``ess`` of chains (n_chains, n_draws, dim): (n_chains, dim) per chain, (dim,) pooled."""
     n_chains, _, dim = chains.shape
     if not per_chain:
         return np.array([_arviz_ess(chains[:, :, k]) for k in range(dim)])
-    out = np.array([[_arviz_ess(chains[c, None, :, k]) for k in range(dim)]
-                    for c in range(n_chains)])
-    return out[0] if single else out
+    return np.array([[_arviz_ess(chains[c, None, :, k]) for k in range(dim)]
+                     for c in range(n_chains)])
 
 
-def ess_summary(samples) -> dict:
+def ess_summary(samples, *, layout: str | None = None) -> dict:
     """Per-chain minimum, median and maximum over coordinates of ``ess(samples, per_chain=True)``.
 
-    Returns {"min", "median", "max"}, each an array (n_chains,) (shape (1,) for a single chain).
+    samples and ``layout`` as in ``ess``. Returns {"min", "median", "max"}, each an array
+    (n_chains,) (shape (1,) for one chain, layout="draws, dim").
     """
-    values = np.atleast_2d(ess(samples, per_chain=True))
+    values = _ess(_as_chains(samples, layout=layout)[0], per_chain=True)
     return {"min": values.min(axis=1), "median": np.median(values, axis=1),
             "max": values.max(axis=1)}
 
@@ -204,7 +248,7 @@ def geyer_ess_1d(x, convention: str = "geyer") -> float:
     Our own implementation, to cross-check ``ess`` (ArviZ) in the tests: with
     convention="arviz" the two agree to rounding (1e-10).
     """
-    x = np.asarray(x, dtype=float)
+    x = float_array(x, "x")
     if x.ndim != 1 or x.size < 4 or not np.all(np.isfinite(x)):
         raise ValueError(f"x must be a finite 1-D chain with at least 4 draws, got shape {x.shape}")
     if convention not in GEYER_CONVENTIONS:
@@ -246,7 +290,7 @@ def autocorrelation_time_neal(x, mean, max_lag: int) -> float:
     the thinned series, ``autocorrelation_time_neal(x[..., ::g], mean, max_lag)``, and multiply
     by g to express tau in iterations.
     """
-    x = np.asarray(x, dtype=float)
+    x = float_array(x, "x")
     x = x[None, :] if x.ndim == 1 else x
     if x.ndim != 2 or not np.all(np.isfinite(x)):
         raise ValueError(f"x must be a finite array (n_draws,) or (n_chains, n_draws), got "
@@ -266,26 +310,35 @@ def autocorrelation_time_neal(x, mean, max_lag: int) -> float:
     return float(1.0 + 2.0 * np.sum(gamma / gamma0))
 
 
-def monte_carlo_standard_error(samples) -> np.ndarray:
+def monte_carlo_standard_error(samples, *, layout: str | None = None) -> np.ndarray:
     """Per-coordinate Monte Carlo standard error of the mean: MCSE = sd / sqrt(ESS).
 
     sd is the standard deviation of all draws pooled (ddof=1) and ESS = ``ess(samples,
     per_chain=False)``; nan for a coordinate whose draws are all equal (ESS 0).
-    samples: (n_chains, n_draws, dim) or (n_draws, dim) -> (dim,).
+    samples: (n_chains, n_draws, dim) -> (dim,); a 2-D array with its ``layout`` named as in
+    ``ess`` ("draws, dim" -> (dim,); "chains, draws" -> a scalar).
     """
-    chains, _ = _as_chains(samples)
+    chains, layout = _as_chains(samples, layout=layout)
     sd = chains.reshape(-1, chains.shape[2]).std(axis=0, ddof=1)
-    n_eff = ess(chains, per_chain=False)
+    n_eff = _ess(chains, per_chain=False)
     # ESS 0 (every draw the same number): the error of the mean is unknown, not 0.
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(n_eff > 0, sd / np.sqrt(n_eff), np.nan)
+        return _in_layout(np.where(n_eff > 0, sd / np.sqrt(n_eff), np.nan), layout, per_chain=False)
 
 
 # ----------------------------------------------------------------------------------------------
 # Kernel Stein discrepancy, IMQ base kernel
 # ----------------------------------------------------------------------------------------------
 def sq_distances(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """||x_i - y_j||^2 as an (n, m) matrix, by the expansion |x|^2 + |y|^2 - 2 x.y (O(nm) memory)."""
+    """||x_i - y_j||^2 as an (n, m) matrix, by the expansion |x|^2 + |y|^2 - 2 x.y (O(nm) memory).
+    x: (n, d), y: (m, d)."""
+    if not (type(x) is np.ndarray and type(y) is np.ndarray and x.ndim == 2 and y.ndim == 2
+            and x.shape[1] == y.shape[1]):
+        x, y = float_array(x, "x"), float_array(y, "y")
+        if x.ndim != 2:
+            raise ValueError(f"x must have shape (n, d), got {x.shape}")
+        if y.ndim != 2 or y.shape[1] != x.shape[1]:
+            raise ValueError(f"y must have shape (m, {x.shape[1]}) for x of shape {x.shape}, got {y.shape}")
     d2 = np.sum(x**2, 1)[:, None] + np.sum(y**2, 1)[None, :] - 2.0 * x @ y.T
     return np.maximum(d2, 0.0)  # the expansion can round to tiny negatives
 
@@ -556,12 +609,12 @@ def confidence_region_fractions(whitened_sq_norms, dim: int, levels=DEFAULT_LEVE
     sample n (of the un-twisted point, for the twisted-Gaussian targets).
     whitened_sq_norms: (N,) -> (n_levels,), or (n_runs, N) -> (n_runs, n_levels).
     """
-    q = np.asarray(whitened_sq_norms, dtype=float)
+    q = float_array(whitened_sq_norms, "whitened_sq_norms")
     if q.ndim not in (1, 2) or q.shape[-1] == 0 or np.any(np.isnan(q)) or np.any(q < 0):
         raise ValueError(f"whitened_sq_norms must be non-negative, shape (N,) or (n_runs, N), "
                          f"got shape {np.shape(whitened_sq_norms)}")
     dim = require_int(dim, "dim", minimum=1)
-    levels = np.asarray(levels, dtype=float)
+    levels = float_array(levels, "levels")
     if levels.ndim != 1 or levels.size == 0 or np.any((levels <= 0) | (levels >= 1)):
         raise ValueError(f"levels must be probabilities in (0, 1), got {levels!r}")
     radii = stats.chi2.ppf(levels, dim)
@@ -579,8 +632,8 @@ def confidence_region_errors(fractions_per_run, levels=DEFAULT_LEVELS) -> dict:
     force |mean| rather than mean |.|). fractions_per_run: (n_runs, n_levels), columns ordered as
     ``levels``, which must contain 0.683 and 0.99.
     """
-    f = np.atleast_2d(np.asarray(fractions_per_run, dtype=float))
-    levels = list(np.asarray(levels, dtype=float))
+    f = np.atleast_2d(float_array(fractions_per_run, "fractions_per_run"))
+    levels = list(float_array(levels, "levels"))
     if f.ndim != 2 or f.shape[1] != len(levels):
         raise ValueError(f"fractions_per_run must have shape (n_runs, {len(levels)}), "
                          f"got {np.shape(fractions_per_run)}")

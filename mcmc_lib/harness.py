@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .validation import require_int, require_rng
+from .validation import require_bool, require_int, require_rng, wrong_type
 
 
 @dataclass
@@ -57,7 +57,7 @@ class RunResult:
     def ess(self) -> np.ndarray:
         """ESS of every stored coordinate, one value per chain: shape (n_chains, n_stored)."""
         from .diagnostics import ess
-        return ess(self.samples, per_chain=True)
+        return ess(self.samples, per_chain=True, layout="chains, draws, dim")
 
     def to_inference_data(self):
         """The draws as ArviZ InferenceData (posterior 'x', sample_stats 'lp')."""
@@ -67,7 +67,9 @@ class RunResult:
 
 def spawn_rngs(seed: int, n: int):
     """n independent generators from one seed (numpy's SeedSequence spawning)."""
-    return np.random.default_rng(seed).spawn(n)
+    from .units import canonical_seed
+    n = require_int(n, "n")
+    return np.random.default_rng(canonical_seed(seed)).spawn(n)
 
 
 def _show_progress(progress):
@@ -138,6 +140,7 @@ def run(sampler, x0, n_warmup: int, n_samples: int, rng, thin: int = 1, keep=Non
     side by side compare fairly. With BLAS on one thread (``mcmc_lib.units`` workers, the chapters) and
     a core to itself, the two agree.
     """
+    require_sampler(sampler)
     require_rng(rng)
     n_warmup = require_int(n_warmup, "n_warmup")
     n_samples = require_int(n_samples, "n_samples", minimum=1)
@@ -146,7 +149,9 @@ def run(sampler, x0, n_warmup: int, n_samples: int, rng, thin: int = 1, keep=Non
         raise ValueError(f"thin must be at most n_samples = {n_samples} (every thin-th of the n_samples "
                          f"states is stored), got {thin}")
     if keep is not None and not callable(keep):
-        raise ValueError(f"keep must be a function of the states (n_chains, dim), got {keep!r}")
+        raise wrong_type("keep", "a function of the states (n_chains, dim)", keep)
+    if progress is not None:
+        require_bool(progress, "progress")
     keep = (lambda x: x) if keep is None else keep
     target = sampler.target
     counts = {"start": (target.n_logp_evals, target.n_grad_evals)}
@@ -180,15 +185,35 @@ def run(sampler, x0, n_warmup: int, n_samples: int, rng, thin: int = 1, keep=Non
         tuning=sampler.tuning(), thin=thin)
 
 
+def require_sampler(sampler, name: str = "sampler"):
+    """A sampler of the protocol of mcmc_lib.samplers.base: init, step, adapt and tuning, and a target."""
+    if isinstance(sampler, type) or not all(callable(getattr(sampler, method, None))
+                                            for method in ("init", "step", "adapt", "tuning")):
+        if isinstance(sampler, (list, tuple)):
+            raise ValueError(f"{name} must be one sampler, got a {type(sampler).__name__} of {len(sampler)}")
+        raise wrong_type(name, "a sampler (init, step, adapt, tuning: mcmc_lib.samplers.base.Sampler)", sampler)
+    if getattr(sampler, "target", None) is None:
+        raise ValueError(f"{name} has no target")
+    return sampler
+
+
 def summarise(result: RunResult) -> dict:
     """One table row, the gsm paper's columns plus cost per gradient: means over chains (repeats)
     of seconds per chain, acceptance, ESS min/median/max; mean and sd of min ESS per second; and
-    min ESS per 1000 gradient evaluations (warm-up included, as the paper's times include it)."""
+    min ESS per 1000 gradient evaluations (warm-up included, as the paper's times include it).
+
+    ``min_ess_per_1000_grads`` is there only for a run that evaluated gradients: a gradient-free
+    sampler (RWM, AM) has no gradient evaluations to divide by, so the row has no such key (rather
+    than a nan with no note); its cost is in ``result.logp_evals``."""
+    if not isinstance(result, RunResult):
+        if isinstance(result, (list, tuple)):
+            raise ValueError(f"result must be one RunResult, got a {type(result).__name__} of {len(result)}")
+        raise wrong_type("result", "a RunResult (what harness.run returns)", result)
     ess = result.ess()
     min_ess = ess.min(axis=1)
     min_ess_per_s = min_ess / result.seconds_per_chain
     grads = result.total_grad_evals
-    return {
+    row = {
         "sampler": result.sampler,
         "time_s": result.seconds_per_chain,
         "accept": float(np.mean(result.accept_prob)),
@@ -197,6 +222,9 @@ def summarise(result: RunResult) -> dict:
         "ess_max": float(np.mean(ess.max(axis=1))),
         "min_ess_per_s": float(np.mean(min_ess_per_s)),
         "min_ess_per_s_sd": float(np.std(min_ess_per_s, ddof=1)) if result.n_chains > 1 else float("nan"),
-        "min_ess_per_1000_grads": float(np.mean(min_ess) / grads * 1000) if grads > 0 else float("nan"),
+        "min_ess_per_1000_grads": float(np.mean(min_ess) / grads * 1000) if grads > 0 else None,
         "n_chains": result.n_chains,
     }
+    if row["min_ess_per_1000_grads"] is None:        # no gradients: no such column (see the docstring)
+        del row["min_ess_per_1000_grads"]
+    return row

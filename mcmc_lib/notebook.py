@@ -22,6 +22,15 @@ OPTION = re.compile(r"^:[\w-]+:.*$\n?", re.M)
 NOT_COMPUTED = "(not computed yet in this run)"
 
 
+def _require_template(template):
+    if not isinstance(template, str):
+        if isinstance(template, (list, tuple)):
+            raise ValueError(f"template must be one string of Markdown, got a {type(template).__name__} "
+                             f"of {len(template)}")
+        raise TypeError(f"template must be a string of Markdown, got {type(template).__name__} {template!r}")
+    return template
+
+
 def record_glue() -> None:
     """Record every value glued from now on in this kernel in ``GLUED``.
 
@@ -53,6 +62,13 @@ def format_text(bundle: dict, spec: str = "") -> str:
     """A glued value as ``{glue:text}`name:spec``` shows it on the page (myst-nb's own formatting)."""
     from myst_nb.core.variables import format_plain_text
 
+    if not isinstance(bundle, dict):
+        raise TypeError(f"bundle must be a MIME bundle (a dict), got {type(bundle).__name__} {bundle!r}")
+    if "text/plain" not in bundle:
+        raise ValueError(f"bundle must hold a 'text/plain' value to format as text, got the keys {sorted(bundle)}")
+    if not isinstance(spec, str):
+        raise TypeError(f"spec must be a format spec (a string), got {type(spec).__name__} {spec!r}")
+
     return format_plain_text(_text(bundle["text/plain"]), spec)
 
 
@@ -64,6 +80,11 @@ def render(template: str, glued: dict) -> list[dict]:
     """The MIME bundles that show ``template`` (Markdown with glue references) with the values of
     ``glued`` (name -> MIME bundle): Markdown text, and each glued figure or table as its own bundle
     followed by its caption. A value missing from ``glued`` shows as "(not computed yet in this run)"."""
+    _require_template(template)
+    if not isinstance(glued, dict):
+        if isinstance(glued, (list, tuple)):
+            raise ValueError(f"glued must map names to MIME bundles (a dict), got a {type(glued).__name__}")
+        raise TypeError(f"glued must map names to MIME bundles (a dict), got {type(glued).__name__} {glued!r}")
     bundles = []
 
     def markdown(text: str) -> None:
@@ -96,5 +117,6 @@ def show_markdown(template: str) -> None:
     """Show ``template`` (Markdown with glue references) with the values glued so far in this kernel."""
     from IPython.display import display
 
+    _require_template(template)
     for bundle in render(template, GLUED):
         display(bundle, raw=True)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import platform
 import sys
+from collections.abc import Mapping
 
 FLOAT_ENV = "MCMC_BOOK_FLOAT"
 SETTINGS = ("portable", "native")
@@ -39,9 +40,22 @@ PORTABLE_VARIABLES = {"OPENBLAS_CORETYPE": "Haswell",
 REQUIRED_FLAGS = frozenset({"avx2", "fma"})
 
 
+def _environ(environ, name: str = "environ"):
+    """``environ`` (os.environ when None), checked to be a mapping (the standard library only, see above)."""
+    if environ is None:
+        return os.environ
+    if not isinstance(environ, Mapping):
+        if isinstance(environ, (list, tuple)):
+            raise ValueError(f"{name} must be a mapping of variables (a dict, os.environ), got a "
+                             f"{type(environ).__name__} of {len(environ)}")
+        raise TypeError(f"{name} must be a mapping of variables (a dict, os.environ), got "
+                        f"{type(environ).__name__} {environ!r}")
+    return environ
+
+
 def float_setting(environ=None) -> str:
     """``MCMC_BOOK_FLOAT``: portable (the default) or native."""
-    environ = os.environ if environ is None else environ
+    environ = _environ(environ)
     setting = environ.get(FLOAT_ENV, "portable").strip().lower() or "portable"
     if setting not in SETTINGS:
         raise ValueError(f"{FLOAT_ENV} must be portable or native, got {setting!r}")
@@ -50,6 +64,10 @@ def float_setting(environ=None) -> str:
 
 def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> frozenset:
     """The CPU's feature flags as Linux lists them; empty where there is no /proc/cpuinfo."""
+    if isinstance(cpuinfo, (list, tuple)):
+        raise ValueError(f"cpuinfo must be one path, got a {type(cpuinfo).__name__} of {len(cpuinfo)}")
+    if not isinstance(cpuinfo, (str, os.PathLike)):      # an int would be read as an open file descriptor
+        raise TypeError(f"cpuinfo must be a path (str or pathlib.Path), got {type(cpuinfo).__name__} {cpuinfo!r}")
     try:
         with open(cpuinfo) as file:
             for line in file:
@@ -63,6 +81,12 @@ def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> frozenset:
 def portable_environment(flags=None, machine=None, environ=None) -> dict:
     """The variables that make this machine compute portably: empty when ``MCMC_BOOK_FLOAT=native``,
     or when the CPU is not an x86-64 with AVX2 and FMA (Haswell kernels would not run there)."""
+    if machine is not None and not isinstance(machine, str):
+        if isinstance(machine, (list, tuple)):
+            raise ValueError(f"machine must be one name (platform.machine()), got a {type(machine).__name__}")
+        raise TypeError(f"machine must be a string (platform.machine()), got {type(machine).__name__} {machine!r}")
+    if flags is not None and (isinstance(flags, (str, bytes, Mapping)) or not hasattr(flags, "__iter__")):
+        raise TypeError(f"flags must be a set of CPU flag names, got {type(flags).__name__} {flags!r}")
     if float_setting(environ) == "native":
         return {}
     machine = (platform.machine() if machine is None else machine).lower()
@@ -75,7 +99,7 @@ def portable_environment(flags=None, machine=None, environ=None) -> dict:
 def apply(environ=None) -> dict:
     """Put the portable settings into ``environ`` (os.environ) where it has none of its own, for the
     processes started from here on (not this one, whose NumPy has loaded already); returns them."""
-    environ = os.environ if environ is None else environ
+    environ = _environ(environ)
     wanted = portable_environment(environ=environ)
     for name, value in wanted.items():
         environ.setdefault(name, value)

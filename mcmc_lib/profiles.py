@@ -24,11 +24,16 @@ def active_profile() -> str:
 def choose(smoke, default, paper, profile: str | None = None):
     """Pick the value for the active profile: ``n_iter = choose(2_000, 20_000, 20_000)``."""
     profile = active_profile() if profile is None else profile
-    if profile not in PROFILES:
+    if not isinstance(profile, str) or profile not in PROFILES:
         raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
     return {"smoke": smoke, "default": default, "paper": paper}[profile]
 
 
 def sizes(table: dict, profile: str | None = None) -> dict:
     """Sizes for the active profile from a table {name: (smoke, default, paper)}."""
+    if not isinstance(table, dict):
+        raise TypeError(f"table must be a dict {{name: (smoke, default, paper)}}, got {type(table).__name__} {table!r}")
+    for name, values in table.items():
+        if not isinstance(values, (tuple, list)) or len(values) != 3:
+            raise ValueError(f"table[{name!r}] must be the three sizes (smoke, default, paper), got {values!r}")
     return {name: choose(*values, profile=profile) for name, values in table.items()}

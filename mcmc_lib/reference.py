@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg, optimize, special
 
-from .validation import require_int, require_positive, require_rng
+from .validation import float_array, require_int, require_positive_scalar, require_rng, require_target
 
 
 @dataclass
@@ -30,7 +30,10 @@ class ReferenceMoments:
 
 def find_mode(target, x0=None):
     """The posterior mode by BFGS on -log pi (the gradient from the target), gtol 1e-9."""
-    x0 = np.zeros(target.dim) if x0 is None else np.asarray(x0, float)
+    require_target(target)
+    x0 = np.zeros(target.dim) if x0 is None else float_array(x0, "x0")
+    if x0.shape != (target.dim,):
+        raise ValueError(f"x0 must have shape ({target.dim},), got {x0.shape}")
     result = optimize.minimize(lambda w: -target.logp(w)[0], x0, jac=lambda w: -target.grad_logp(w)[0],
                                method="BFGS", options={"gtol": 1e-9, "maxiter": 10_000})
     return result.x
@@ -38,6 +41,11 @@ def find_mode(target, x0=None):
 
 def numerical_hessian(target, x, step=1e-5):
     """Central differences of the analytic gradient, symmetrised."""
+    require_target(target)
+    x = float_array(x, "x")
+    if x.shape != (target.dim,):
+        raise ValueError(f"x must have shape ({target.dim},), got {x.shape}")
+    require_positive_scalar(step, "step")
     d = target.dim
     points = np.concatenate([x + step * np.eye(d), x - step * np.eye(d)])
     grads = target.grad_logp(points)
@@ -48,9 +56,11 @@ def numerical_hessian(target, x, step=1e-5):
 def importance_moments(target, n_draws: int, rng, dof: float = 5.0, batch: int = 20_000) -> ReferenceMoments:
     """Posterior mean and covariance by self-normalised importance sampling from a multivariate t
     (``dof`` degrees of freedom) centred at the mode with the Laplace covariance."""
+    require_target(target)
     require_rng(rng)
     n_draws = require_int(n_draws, "n_draws", minimum=100)
-    require_positive(dof, "dof")
+    require_positive_scalar(dof, "dof")
+    batch = require_int(batch, "batch", minimum=1)
     mode = find_mode(target)
     hessian = target.hessian(mode)[0] if hasattr(target, "hessian") and callable(target.hessian) else None
     if hessian is None or np.ndim(hessian) != 2:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .profiles import active_profile
 from .store import STORE_ENV, use_store
+from .validation import require_number
 
 REFERENCE_DIR = Path(__file__).resolve().parent.parent / "tests" / "reference"
 CHECKED_PROFILE = "smoke"
@@ -35,8 +36,11 @@ def _load(stem):
 
 def check_reference(stem: str, name: str, value: float, tolerance: float) -> str:
     """Compare one reported number with its committed reference; returns a one-line verdict."""
-    value = float(value)
-    if not math.isfinite(tolerance) or tolerance <= 0:
+    for label, text in (("stem", stem), ("name", name)):
+        if not isinstance(text, str):
+            raise TypeError(f"{label} must be a string, got {type(text).__name__} {text!r}")
+    value = require_number(value, "value", finite=False)
+    if require_number(tolerance, "tolerance", finite=False) <= 0 or not math.isfinite(tolerance):
         raise ValueError(f"tolerance must be positive and finite, got {tolerance!r}")
     if active_profile() != CHECKED_PROFILE:
         return f"{name}: {value:.6g} (reference checks run at the {CHECKED_PROFILE} profile only)"

@@ -16,7 +16,8 @@ import autograd
 import autograd.numpy as anp
 from scipy import linalg
 
-from .validation import as_batch, require_positive_definite
+from .validation import (as_batch, float_array, require_int, require_number, require_positive_definite,
+                         require_positive_scalar, require_str, wrong_type)
 
 
 class Target:
@@ -25,9 +26,7 @@ class Target:
     name = "target"
 
     def __init__(self, dim: int):
-        if int(dim) != dim or dim < 1:
-            raise ValueError(f"dim must be a positive integer, got {dim!r}")
-        self.dim = int(dim)
+        self.dim = require_int(dim, "dim", minimum=1)
         self.reset_counters()
 
     # --- public, counted -------------------------------------------------------------
@@ -94,9 +93,9 @@ class AutogradTarget(Target):
 
     def __init__(self, logp_fn, dim: int, name: str = "autograd target"):
         if not callable(logp_fn):
-            raise ValueError(f"logp_fn must be callable, got {type(logp_fn).__name__}")
+            raise wrong_type("logp_fn", "callable (a function of a batch (n, dim))", logp_fn)
         super().__init__(dim)
-        self.name = name
+        self.name = require_str(name, "name")
         self._fn = logp_fn
         self._value_and_grad = autograd.value_and_grad(lambda x: anp.sum(logp_fn(x)))
 
@@ -126,12 +125,14 @@ class Gaussian(Target):
     """
 
     def __init__(self, cov, mean=None, name: str = "gaussian"):
-        cov = np.asarray(cov, dtype=float)
+        cov = float_array(cov, "cov")
+        if cov.ndim not in (1, 2) or cov.size == 0:
+            raise ValueError(f"cov must be a covariance matrix (dim, dim) or its diagonal (dim,), got shape {cov.shape}")
         diagonal = cov.ndim == 1
         dim = cov.shape[0]
         super().__init__(dim)
-        self.name = name
-        self.mean = np.zeros(dim) if mean is None else np.asarray(mean, dtype=float)
+        self.name = require_str(name, "name")
+        self.mean = np.zeros(dim) if mean is None else float_array(mean, "mean")
         if self.mean.shape != (dim,):
             raise ValueError(f"mean must have shape ({dim},), got {self.mean.shape}")
         self.diagonal = diagonal
@@ -201,15 +202,15 @@ class DiagonalGaussian(Gaussian):
     diagonal = True
 
     def __init__(self, variances, mean=None, name: str = "diagonal gaussian"):
-        variances = np.asarray(variances, dtype=float)
+        variances = float_array(variances, "variances")
         if variances.ndim != 1 or variances.size == 0:
             raise ValueError(f"variances must be a non-empty 1-d array, got shape {variances.shape}")
         if not np.all(np.isfinite(variances)) or np.any(variances <= 0):
             raise ValueError("variances must be positive and finite")
         Target.__init__(self, variances.size)
-        self.name = name
+        self.name = require_str(name, "name")
         self.variances = variances
-        self.mean = np.zeros(self.dim) if mean is None else np.asarray(mean, dtype=float)
+        self.mean = np.zeros(self.dim) if mean is None else float_array(mean, "mean")
         if self.mean.shape != (self.dim,):
             raise ValueError(f"mean must have shape ({self.dim},), got {self.mean.shape}")
         self._inverse_variances = 1.0 / variances
@@ -259,7 +260,7 @@ def neal_gaussian(dim: int = 100) -> DiagonalGaussian:
 
 def correlated_gaussian_2d(rho: float = 0.99) -> Gaussian:
     """Unit variances and correlation rho (the gsm paper's Figure 1 target)."""
-    if not -1 < rho < 1:
+    if not -1 < require_number(rho, "rho") < 1:
         raise ValueError(f"rho must lie in (-1, 1), got {rho}")
     return Gaussian(np.array([[1.0, rho], [rho, 1.0]]), name=f"2-d Gaussian, rho={rho}")
 
@@ -268,6 +269,11 @@ def squared_exponential_gaussian(n_points: int = 51, spacing: float = 0.08,
                                  lengthscale: float = 0.4, jitter: float = 0.01) -> Gaussian:
     """The gsm paper's 51-d GP-kernel Gaussian: K_ij = exp(-(t_i-t_j)^2 / (2 l^2)) + jitter d_ij,
     with inputs t = 0, 0.08, ..., 4."""
+    require_int(n_points, "n_points", minimum=1)
+    require_positive_scalar(spacing, "spacing")
+    require_positive_scalar(lengthscale, "lengthscale")
+    if require_number(jitter, "jitter") < 0:
+        raise ValueError(f"jitter must be >= 0, got {jitter!r}")
     t = np.arange(n_points) * spacing
     cov = np.exp(-0.5 * (t[:, None] - t[None, :]) ** 2 / lengthscale**2) + jitter * np.eye(n_points)
     return Gaussian(cov, name=f"{n_points}-d squared-exponential Gaussian")
@@ -275,7 +281,8 @@ def squared_exponential_gaussian(n_points: int = 51, spacing: float = 0.08,
 
 def paired_gaussian(n_pairs: int = 16, rho: float = 0.99) -> Gaussian:
     """Neal (2020)'s 32-d target: 16 independent pairs of unit-variance coordinates with correlation rho."""
-    if not -1 < rho < 1:
+    require_int(n_pairs, "n_pairs", minimum=1)
+    if not -1 < require_number(rho, "rho") < 1:
         raise ValueError(f"rho must lie in (-1, 1), got {rho}")
     block = np.array([[1.0, rho], [rho, 1.0]])
     cov = linalg.block_diag(*([block] * n_pairs))
@@ -297,13 +304,14 @@ class TwistedGaussian(Target):
     """
 
     def __init__(self, dim: int, b: float, v: float = 100.0, name: str | None = None):
-        if dim < 2:
-            raise ValueError(f"dim must be at least 2 for a twisted Gaussian, got {dim!r}")
+        require_int(dim, "dim", minimum=2)
         super().__init__(dim)
-        if not np.isfinite(b) or b < 0:
+        if require_number(b, "b") < 0:
             raise ValueError(f"b must be a finite non-negative twist, got {b!r}")
-        if not np.isfinite(v) or v <= 0:
+        if require_number(v, "v") <= 0:
             raise ValueError(f"v must be a positive variance, got {v!r}")
+        if name is not None:
+            require_str(name, "name")
         self.b, self.v = float(b), float(v)
         self.name = name or f"twisted Gaussian (d={dim}, b={b})"
         self.mean = np.zeros(dim)
@@ -344,6 +352,10 @@ def haario_target(index: int, dim: int, v: float = 100.0) -> Target:
     """Haario's suite: pi_1 = N(0, diag(v, 1, ...)); pi_2 = pi_1 rotated so its long axis lies along
     (1, ..., 1), i.e. cov = I + (v - 1) u u^T with u = (1, ..., 1)/sqrt(d); pi_3 and pi_4 twisted
     with b = 0.03 and b = 0.1."""
+    if require_int(index, "index", minimum=1) not in (1, 2, 3, 4):
+        raise ValueError(f"index must be 1, 2, 3 or 4, got {index!r}")
+    require_int(dim, "dim", minimum=1)
+    require_positive_scalar(v, "v")
     if index == 1:
         return Gaussian(np.array([v] + [1.0] * (dim - 1)), name=f"pi_1 (d={dim})")
     if index == 2:
@@ -390,16 +402,15 @@ class LogisticRegression(Target):
     """
 
     def __init__(self, X, t, prior_var: float = 1.0, name: str = "logistic regression"):
-        X = np.asarray(X, dtype=float)
-        t = np.asarray(t, dtype=float)
+        X = float_array(X, "X")
+        t = float_array(t, "t")
         if X.ndim != 2:
             raise ValueError(f"X must be a 2-d array (n_data, dim), got shape {X.shape}")
         if t.shape != (X.shape[0],) or not np.all((t == 0) | (t == 1)):
             raise ValueError(f"t must hold {X.shape[0]} labels in {{0, 1}}")
-        if not np.isfinite(prior_var) or prior_var <= 0:
-            raise ValueError(f"prior_var must be positive, got {prior_var!r}")
+        require_positive_scalar(prior_var, "prior_var")
         super().__init__(X.shape[1])
-        self.X, self.t, self.prior_var, self.name = X, t, float(prior_var), name
+        self.X, self.t, self.prior_var, self.name = X, t, float(prior_var), require_str(name, "name")
         self.n_data = X.shape[0]
         # Constants of the one-pass evaluation below: t - 1/2, and X^T (t - 1/2), which turns the
         # sum of (t_i - 1/2) eta_i over the data into a product with w of length d.

@@ -1,5 +1,11 @@
 """Experiments as units: independent pieces of an experiment, run in parallel and cached on disk.
 
+The entry points: ``Unit(fn, params, seed)`` describes one unit; ``run_units(units)`` runs a list of
+them and returns their results in order; ``run_with_stats(units)`` does the same and also returns how
+they ran (``RunStats``: cached or computed, backend, each unit's time); ``trial_chunks`` splits a long
+cell into units. (There is no ``run`` or ``map`` here: ``mcmc_lib.store.Experiments`` and
+``largest_scale`` wrap ``run_units`` for a chapter, with the committed stores.)
+
 A *unit* is one independent piece of an experiment (one repeat, one grid cell, one data set): a
 function, its keyword parameters and its own seed. ``run_units`` runs a list of units and returns
 their results in the order of the list::
@@ -91,6 +97,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .validation import require_callable, require_mapping, require_path, require_str, wrong_type
+
 PACKAGE_DIR = Path(__file__).resolve().parent
 JOBS_ENV = "MCMC_BOOK_JOBS"
 SCHEDULER_ENV = "MCMC_BOOK_DASK_SCHEDULER"
@@ -108,6 +116,30 @@ def repository_root() -> Path:
 
 
 _ANNOUNCED: set = set()
+
+ENTRY_POINTS = ("Unit", "run_units", "run_with_stats", "trial_chunks")
+
+
+def __getattr__(name):
+    """A name this module lacks: say what its entry points are (``units.run`` and ``units.map`` are guesses)."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise AttributeError(f"module 'mcmc_lib.units' has no attribute {name!r}; its entry points are "
+                         f"{', '.join(ENTRY_POINTS)} (run_units(units) returns the results in order, "
+                         "run_with_stats(units) also says how they ran)")
+
+
+def _units_list(units, name: str = "units") -> list:
+    """A list of Unit (not one Unit, nor anything else)."""
+    if isinstance(units, Unit):
+        raise ValueError(f"{name} must be a list of units, got one Unit (write [unit])")
+    if isinstance(units, (str, bytes, Mapping)) or not hasattr(units, "__iter__"):
+        raise wrong_type(name, "a list of Unit(fn, params, seed)", units)
+    items = list(units)
+    for i, unit in enumerate(items):
+        if not isinstance(unit, Unit):
+            raise wrong_type(f"{name}[{i}]", "a Unit(fn, params, seed)", unit)
+    return items
 
 
 def output_directory() -> Path:
@@ -164,6 +196,9 @@ def trial_chunks(fn, params: Mapping, seed, n_trials: int, chunk_trials: int | N
     most ``chunk_trials`` trials, chunk k seeded ``[*seed, k]``, so that a cell too long for one sitting
     resumes chunk by chunk and spreads over workers. The chunks' results, in order, hold the cell's
     trials (independent draws, not the same draws as the one-unit cell)."""
+    require_callable(fn, "fn")
+    require_mapping(params, "params")
+    require_str(trials_param, "trials_param")
     if isinstance(n_trials, bool) or not isinstance(n_trials, int) or n_trials < 1:
         raise ValueError(f"n_trials must be a positive integer, got {n_trials!r}")
     if chunk_trials is None:
@@ -193,6 +228,7 @@ def _checked_params(fn, params) -> dict:
 
 def function_name(fn) -> str:
     """``module.qualname`` of a unit's function (of its class for a callable object)."""
+    require_callable(fn, "fn")
     module = getattr(fn, "__module__", None) or type(fn).__module__
     qualname = getattr(fn, "__qualname__", None) or type(fn).__qualname__
     return f"{module}.{qualname}"
@@ -266,8 +302,15 @@ def _encode_numpy(value, where, convert, compact=False):
 
 def decode(value):
     """The inverse of ``encode``: arrays, numpy scalars and tuples come back with their dtypes and types."""
+    try:
+        return _decode(value)
+    except (TypeError, ValueError, KeyError) as error:
+        raise ValueError(f"value is not what encode writes: {type(error).__name__}: {error}") from None
+
+
+def _decode(value):
     if isinstance(value, list):
-        return [decode(item) for item in value]
+        return [_decode(item) for item in value]
     if not isinstance(value, dict):
         return value
     if "__ndarray__" in value:
@@ -278,8 +321,8 @@ def decode(value):
     if "__numpy__" in value:
         return np.dtype(value["dtype"]).type(value["__numpy__"])
     if "__tuple__" in value:
-        return tuple(decode(item) for item in value["__tuple__"])
-    return {key: decode(item) for key, item in value.items()}
+        return tuple(_decode(item) for item in value["__tuple__"])
+    return {key: _decode(item) for key, item in value.items()}
 
 
 # ---------------------------------------------------------------- what code a unit runs
@@ -301,6 +344,10 @@ def _library_paths() -> tuple:
 def is_library_module(name) -> bool:
     """True for mcmc_lib (hashed as a whole), the standard library and installed packages; False for
     notebook-level code: ``__main__``, a notebook's cells, a test module, a script next to a chapter."""
+    if name is not None and not isinstance(name, str):
+        if isinstance(name, (list, tuple)):
+            raise ValueError(f"name must be one module name, got a {type(name).__name__} of {len(name)}")
+        raise wrong_type("name", "a module name (str) or None", name)
     if not name or name == "__main__":
         return False
     if name == "mcmc_lib" or name.startswith("mcmc_lib."):
@@ -564,10 +611,25 @@ def _closure(modules, files: dict, imports: dict) -> list[str]:
     return sorted(reached)
 
 
+def _modules(modules):
+    """None, or the dotted names of mcmc_lib modules (a list, tuple, set or frozenset of str; not one str)."""
+    if modules is None:
+        return None
+    if isinstance(modules, str):
+        raise ValueError(f"modules must be a collection of module names, got the string {modules!r} "
+                         f"(write [{modules!r}])")
+    if not isinstance(modules, (list, tuple, set, frozenset)):
+        raise wrong_type("modules", "None or a collection of module names", modules)
+    for module in modules:
+        if not isinstance(module, str):
+            raise wrong_type("modules", "module names (str)", module)
+    return modules
+
+
 def library_closure(modules, package_dir: Path = PACKAGE_DIR) -> list[str]:
     """``modules`` and every mcmc_lib module they import, transitively, sorted (every module of the
     package when ``modules`` is None)."""
-    return _closure(modules, *_current_graph(Path(package_dir)))
+    return _closure(_modules(modules), *_current_graph(require_path(package_dir, "package_dir")))
 
 
 def library_code_hash(modules=None, package_dir: Path = PACKAGE_DIR) -> str:
@@ -575,10 +637,10 @@ def library_code_hash(modules=None, package_dir: Path = PACKAGE_DIR) -> str:
     module they import, transitively; of all of mcmc_lib when ``modules`` is None. A unit's cache key
     and a stored run's provenance use the modules its code reaches, so that editing a module no unit
     runs (the store, the claims, the book's helpers) leaves cached and stored results current."""
-    package_dir = Path(package_dir)
+    package_dir = require_path(package_dir, "package_dir")
     files, imports = _current_graph(package_dir)
     digest = hashlib.sha256()
-    for name in _closure(modules, files, imports):
+    for name in _closure(_modules(modules), files, imports):
         path = files[name]
         digest.update(path.relative_to(package_dir).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
@@ -599,6 +661,7 @@ def environment() -> dict:
 def function_fingerprint(fn) -> tuple[str, frozenset | None]:
     """(digest of a unit's function and of the notebook-level code it reaches, the mcmc_lib modules it
     reaches directly: None when it may reach any)."""
+    require_callable(fn, "fn")
     fingerprint = Fingerprint()
     digest = fingerprint.value(fn, f"the unit function {function_name(fn)}")
     return digest, None if fingerprint.all_library else frozenset(fingerprint.library_modules)
@@ -607,12 +670,14 @@ def function_fingerprint(fn) -> tuple[str, frozenset | None]:
 def function_code(fn) -> tuple[str, str]:
     """(digest of a unit's function and the notebook-level code it reaches, hash of the mcmc_lib code
     it may run)."""
+    require_callable(fn, "fn")
     digest, modules = function_fingerprint(fn)
     return digest, library_code_hash(modules)
 
 
 def unit_keys(units) -> list[str]:
     """The cache key of every unit (functions fingerprinted once each)."""
+    units = _units_list(units)
     codes, env = {}, environment()
     keys = []
     for unit in units:
@@ -633,6 +698,10 @@ def cache_directory(cache=None) -> Path | None:
     """Where unit results are cached: ``cache`` if given, else MCMC_BOOK_CACHE, else ``cache/units`` of
     ``output_directory()`` (``_build/cache/units`` at the repository root when run inside it); None when
     the setting is off."""
+    if cache is not None and not isinstance(cache, (bool, str, os.PathLike)):
+        if isinstance(cache, (list, tuple)):
+            raise ValueError(f"cache must be one directory (or \"off\"), got a {type(cache).__name__} of {len(cache)}")
+        raise wrong_type("cache", "a directory (str or pathlib.Path), \"off\", or None", cache)
     setting = os.environ.get(CACHE_ENV, "") if cache is None else cache
     if setting is False or str(setting).strip().lower() in _OFF:
         return None
@@ -663,7 +732,7 @@ class UnitCache:
     """One pickle per finished unit, ``<dir>/<module.function>/<key>.pkl``, written atomically."""
 
     def __init__(self, directory: Path | None):
-        self.directory = directory
+        self.directory = None if directory is None else require_path(directory, "directory")
 
     def _path(self, unit, key) -> Path:
         return _entry_path(self.directory, unit, key, ".pkl")
@@ -711,7 +780,7 @@ class UnitCheckpoint:
     empties it of an experiment's units once their results are stored (``mcmc_lib.store``)."""
 
     def __init__(self, directory):
-        self.directory = Path(directory)
+        self.directory = require_path(directory, "directory")
 
     def _path(self, unit, key) -> Path:
         return _entry_path(self.directory, unit, key, ".json")
@@ -800,6 +869,8 @@ def call_unit(index, fn, params, seed):
     (wall seconds, CPU seconds, machine)). The CPU time is the running thread's: with one BLAS thread it
     is the unit's compute time even on a busy machine, where the wall time also counts the waiting. The
     machine (``machine_label``) is the one the unit ran on, which a Dask worker's need not share."""
+    require_callable(fn, "fn")
+    require_mapping(params, "params")
     start, start_cpu = time.perf_counter(), time.thread_time()
     with _ONE_BLAS_THREAD:
         result = fn(seed=seed, **params)
@@ -826,6 +897,9 @@ def machine_label() -> str:
 
 def label_of(cpu: str, floating_point) -> str:
     """The one spelling of a machine's label, shared by the units' records and the stores' provenance."""
+    require_str(cpu, "cpu")
+    if floating_point is not None and not isinstance(floating_point, str):     # None: an old record lacks it
+        raise wrong_type("floating_point", "a string (mcmc_lib.portable.describe()) or None", floating_point)
     return f"{cpu}, {floating_point}"
 
 
@@ -838,6 +912,8 @@ def job_count(jobs=None) -> int:
         count = int(raw)
     except (TypeError, ValueError):
         count = 0
+    if isinstance(raw, float) and raw != count:       # 2.5 jobs is not 2
+        count = 0
     if isinstance(raw, bool) or count < 1:
         raise ValueError(f"{name} must be a positive integer (or empty/0/auto for every core), got {raw!r}")
     return count
@@ -846,6 +922,11 @@ def job_count(jobs=None) -> int:
 def dask_scheduler(scheduler=None):
     """A Dask scheduler address (or Client): ``scheduler`` if given, else MCMC_BOOK_DASK_SCHEDULER, else None."""
     if scheduler is not None:
+        if isinstance(scheduler, (list, tuple)):
+            raise ValueError(f"scheduler must be one address or Client, got a {type(scheduler).__name__}")
+        if not isinstance(scheduler, str) and not callable(getattr(scheduler, "submit", None)):
+            raise wrong_type("scheduler", "a Dask scheduler address (\"tcp://host:8786\") or a distributed.Client",
+                             scheduler)
         return scheduler
     return os.environ.get(SCHEDULER_ENV, "").strip() or None
 
@@ -929,10 +1010,7 @@ def run_with_stats(units, label: str | None = None, jobs=None, scheduler=None, c
                    checkpoint=None, keys=None):
     """``run_units`` that also says how the units ran: (results, RunStats). ``keys``: the units'
     ``unit_keys`` when the caller has them already."""
-    units = list(units)
-    for i, unit in enumerate(units):
-        if not isinstance(unit, Unit):
-            raise ValueError(f"units[{i}] must be a Unit(fn, params, seed), got {type(unit).__name__}")
+    units = _units_list(units)
     store = UnitCache(cache_directory(cache))
     kept = UnitCheckpoint(checkpoint) if checkpoint is not None else None
     if keys is None:

@@ -25,7 +25,7 @@ def test_arviz_ess_agrees_with_own_geyer(phi):
     geyer_ess_1d (rho - 1/(N-1), the tail term, the floor); both are near N (1 - phi) / (1 + phi)."""
     x = ar1(np.random.default_rng(1), phi, 1, 20_000)[0]
     ours = dg.geyer_ess_1d(x)
-    theirs = dg.ess(x[:, None])[0]
+    theirs = dg.ess(x[:, None], layout="draws, dim")[0]
     assert ours == pytest.approx(theirs, rel=0.03)
     assert ours == pytest.approx(x.size * (1 - phi) / (1 + phi), rel=0.15)
 
@@ -39,7 +39,7 @@ def test_geyer_truncation_equals_arviz_to_rounding(phi, n):
     rng = np.random.default_rng(abs(hash((phi, n))) % 2**32)
     for _ in range(5):
         x = ar1(rng, phi, 1, n)[0]
-        assert dg.geyer_ess_1d(x, convention="arviz") == pytest.approx(dg.ess(x[:, None])[0], rel=1e-10)
+        assert dg.geyer_ess_1d(x, convention="arviz") == pytest.approx(dg.ess(x[:, None], layout="draws, dim")[0], rel=1e-10)
 
 
 def test_geyer_truncation_on_a_hand_made_autocorrelation():
@@ -57,7 +57,7 @@ def test_geyer_truncation_on_a_hand_made_autocorrelation():
     assert (-14 / 16 - 1 / 15) + (-1 / 16 - 1 / 15) < 0
     expected = n / max(-1 + 2 * (1 + r1), 1 / np.log10(n))
     assert dg.geyer_ess_1d(x, convention="arviz") == pytest.approx(expected, rel=1e-12)
-    assert dg.geyer_ess_1d(x, convention="arviz") == pytest.approx(dg.ess(x[:, None])[0], rel=1e-10)
+    assert dg.geyer_ess_1d(x, convention="arviz") == pytest.approx(dg.ess(x[:, None], layout="draws, dim")[0], rel=1e-10)
 
 
 def test_ess_of_a_chain_that_never_moves_is_zero():
@@ -68,7 +68,7 @@ def test_ess_of_a_chain_that_never_moves_is_zero():
     chains[1] = [0.3, -2.0]                                  # chain 1 never moves
     per_chain = dg.ess(chains)
     assert np.all(per_chain[1] == 0) and np.all(per_chain[[0, 2]] > 100)
-    assert np.all(dg.ess(np.full((500, 3), 2.5)) == 0)
+    assert np.all(dg.ess(np.full((500, 3), 2.5), layout="draws, dim") == 0)
     assert np.all(dg.ess(np.full((4, 500, 3), 2.5), per_chain=False) == 0)
     assert dg.geyer_ess_1d(np.full(100, -1.0)) == 0 and dg.geyer_ess_1d(np.full(100, 7.0), "arviz") == 0
     np.testing.assert_array_equal(dg.ess_summary(chains)["max"][1], 0.0)
@@ -78,8 +78,8 @@ def test_ess_of_a_chain_that_never_moves_is_zero():
     assert dg.ess(stuck_apart, per_chain=False)[0] < 4
     # a coordinate that moves on a tiny scale is not mistaken for a constant (ESS is scale-free)
     x = ar1(rng, 0.9, 1, 2000)[0]
-    assert dg.ess(1e-17 * x[:, None])[0] == pytest.approx(dg.ess(x[:, None])[0], rel=1e-8)
-    assert dg.ess(1e-17 * x[:, None])[0] == pytest.approx(dg.geyer_ess_1d(x, "arviz"), rel=1e-8)
+    assert dg.ess(1e-17 * x, layout="draws") == pytest.approx(dg.ess(x[:, None], layout="draws, dim")[0], rel=1e-8)
+    assert dg.ess(1e-17 * x[:, None], layout="draws, dim")[0] == pytest.approx(dg.geyer_ess_1d(x, "arviz"), rel=1e-8)
 
 
 def test_ess_shapes_and_summary():
@@ -88,8 +88,8 @@ def test_ess_shapes_and_summary():
     per_chain = dg.ess(samples)
     assert per_chain.shape == (3, 4)
     assert dg.ess(samples, per_chain=False).shape == (4,)
-    assert dg.ess(samples[0]).shape == (4,)
-    np.testing.assert_allclose(dg.ess(samples[0]), per_chain[0])
+    assert dg.ess(samples[0], layout="draws, dim").shape == (4,)
+    np.testing.assert_allclose(dg.ess(samples[0], layout="draws, dim"), per_chain[0])
     # pooled ESS of 3 independent chains is about the sum of the per-chain ESS
     np.testing.assert_allclose(dg.ess(samples, per_chain=False), per_chain.sum(0), rtol=0.25)
     summary = dg.ess_summary(samples)
@@ -97,6 +97,32 @@ def test_ess_shapes_and_summary():
     np.testing.assert_allclose(summary["max"], per_chain.max(1))
     assert summary["median"].shape == (3,)
 
+
+
+def test_a_2d_array_of_draws_needs_its_layout_named():
+    """Issue 47: 8 chains of 1,000 draws, shaped (chains, draws), were read as one chain of 1,000
+    coordinates (1,000 ESS values around 7). A 2-D array is refused unless its layout is named, and
+    each named layout gives the numbers of the 3-D array it stands for."""
+    chains = np.random.default_rng(21).standard_normal((8, 1000))
+    for function in (dg.ess, dg.ess_summary, dg.monte_carlo_standard_error):
+        with pytest.raises(ValueError, match="ambiguous.*layout='draws, dim'.*layout='chains, draws'"):
+            function(chains)
+    as_3d = chains[..., None]
+    by_chain = dg.ess(chains, layout="chains, draws")
+    assert by_chain.shape == (8,)
+    np.testing.assert_array_equal(by_chain, dg.ess(as_3d)[:, 0])
+    assert dg.ess(chains, per_chain=False, layout="chains, draws") == dg.ess(as_3d, per_chain=False)[0]
+    assert dg.monte_carlo_standard_error(chains, layout="chains, draws") == dg.monte_carlo_standard_error(as_3d)[0]
+    np.testing.assert_array_equal(dg.ess_summary(chains, layout="chains, draws")["min"], dg.ess(as_3d)[:, 0])
+    one_chain = chains.T[:, :3]                                   # (1000 draws, 3 coordinates)
+    np.testing.assert_array_equal(dg.ess(one_chain, layout="draws, dim"), dg.ess(one_chain[None])[0])
+    assert dg.ess(chains[0], layout="draws") == dg.ess(chains[:1, :, None])[0, 0]
+    with pytest.raises(ValueError, match="layout='draws, dim' describes a 2-D array"):
+        dg.ess(as_3d, layout="draws, dim")
+    with pytest.raises(ValueError, match="layout must be one of"):
+        dg.ess(chains, layout="draws, chains")
+    with pytest.raises(TypeError, match="per_chain"):
+        dg.ess(as_3d, per_chain="no")
 
 def test_mcse_of_iid_draws():
     x = np.random.default_rng(3).standard_normal((4, 2500, 3))

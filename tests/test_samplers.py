@@ -140,6 +140,62 @@ def test_bad_run_arguments_are_named_before_anything_runs():
     assert result.samples.shape == (2, 1, 2)
 
 
+@pytest.mark.parametrize("build,name", [
+    (lambda t: RWM(t, step_size=True), "step_size"),
+    (lambda t: MALA(t, step_size=np.array([True, False])), "step_size"),
+    (lambda t: MALA(t, step_size=0.1, target_accept=True), "target_accept"),
+    (lambda t: HMC(t, step_size=0.1, n_leapfrog=True), "n_leapfrog"),
+    (lambda t: HMC(t, step_size=0.1, n_leapfrog=5, jitter_shape=True), "jitter_shape"),
+    (lambda t: HaarioAM(t, eps=True), "eps"),
+    (lambda t: HaarioAM(t, t0=True), "t0"),
+    (lambda t: CholeskyAM(t, n_warmup=10, step_variance=True), "step_variance"),
+    (lambda t: CholeskyAM(t, n_warmup=10, diagonal="no"), "diagonal"),
+    (lambda t: RWM(t, step_size="0.5"), "step_size"),
+])
+def test_booleans_and_strings_are_not_numbers(build, name):
+    """Issue 47: step_size=True ran with step 1.0. A boolean (or a string) where a number is expected is a
+    TypeError naming the argument, raised at the boundary (mcmc_lib.validation), for every numeric argument."""
+    with pytest.raises(TypeError, match=rf"{name} must be .*got (bool|ndarray|str)"):
+        build(scaled_target())
+
+
+def test_a_dense_covariance_that_cannot_fit_is_refused_before_it_is_allocated(monkeypatch):
+    """Issue 47: HaarioAM at d = 20,000 allocated a 6 GiB covariance after two minutes. The dense samplers
+    say up front what their d x d matrices need and what is available (here a stated ceiling)."""
+    from mcmc_lib.validation import InsufficientMemoryError
+    big = T.DiagonalGaussian(np.ones(20_000))                     # O(d) itself: no dense matrix
+    monkeypatch.setenv("MCMC_BOOK_MEMORY_LIMIT", str(int(4e9)))
+    for make in (lambda: HaarioAM(big), lambda: CholeskyAM(big, n_warmup=10)):
+        with pytest.raises(InsufficientMemoryError, match=r"target\.dim: .* at dimension 20000 with 1 chain .*"
+                                                          r"needs about .* GB, and 4 GB is the ceiling"):
+            make()
+    # What fits for one chain is checked again for all of them when the chains start, before allocating.
+    monkeypatch.setenv("MCMC_BOOK_MEMORY_LIMIT", str(int(6e6)))   # 100-d: 6 x 80 kB for one chain, not for 20
+    target = T.DiagonalGaussian(np.ones(100))
+    am = HaarioAM(target)
+    with pytest.raises(ValueError, match=r"x0: HaarioAM at dimension 100 with 20 chains .*needs about"):
+        am.init(np.zeros((20, 100)))
+    am.init(np.zeros((2, 100)))
+    monkeypatch.delenv("MCMC_BOOK_MEMORY_LIMIT")
+    with pytest.raises(MemoryError, match=r"HaarioAM at dimension 1000000 .*available on this machine"):
+        HaarioAM(T.DiagonalGaussian(np.ones(1_000_000)))        # 8 TB per matrix: refused on any machine
+
+
+def test_summarise_has_no_gradient_column_for_a_gradient_free_sampler():
+    """Issue 47: summarise reported min_ess_per_1000_grads = nan, with no note, for samplers that evaluate no
+    gradient. Such a row has no such column (a table built from rows shows it empty); a gradient sampler's has."""
+    target = scaled_target()
+    rng = np.random.default_rng(5)
+    free = summarise(run(RWM(target, 0.5), rng.standard_normal((2, 4)), 0, 50, rng))
+    assert "min_ess_per_1000_grads" not in free and free["ess_min"] >= 0
+    with_gradients = summarise(run(MALA(target, 0.3), rng.standard_normal((2, 4)), 0, 50, rng))
+    assert np.isfinite(with_gradients["min_ess_per_1000_grads"])
+    assert list(with_gradients) == ["sampler", "time_s", "accept", "ess_min", "ess_median", "ess_max", "min_ess_per_s",
+                                    "min_ess_per_s_sd", "min_ess_per_1000_grads", "n_chains"]
+    with pytest.raises(TypeError, match="result must be a RunResult"):
+        summarise({"samples": np.zeros((2, 5, 4))})
+
+
 @pytest.mark.parametrize("initial_cov", [np.eye(3), np.eye(5), np.ones(4), np.ones((4, 3))])
 def test_wrong_size_initial_cov_is_named_with_both_shapes(initial_cov):
     with pytest.raises(ValueError, match=r"initial_cov must be a scalar or a \(4, 4\) matrix.*got shape"):

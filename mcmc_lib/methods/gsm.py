@@ -62,6 +62,7 @@ def rmsprop_step(L, S, G, learning_rate, first, decay=RMSPROP_DECAY, min_diag=MI
     """One RMSProp ascent step on L, in place, as the authors' code does it:
     S <- kappa G^2 + (1 - kappa) S (kappa = 1 on the first step), L <- L + eta G / (1 + sqrt(S)),
     then diag(L) >= min_diag."""
+    _check_rmsprop_arguments(L, S, G, learning_rate, first, decay, min_diag)
     kappa = 1.0 if first else decay
     S *= 1.0 - kappa
     step = np.square(G)
@@ -79,13 +80,90 @@ def rmsprop_step(L, S, G, learning_rate, first, decay=RMSPROP_DECAY, min_diag=MI
 
 def update_beta(beta, accepted, target_accept, rate=BETA_RATE, floor=BETA_FLOOR):
     """beta <- max(floor, beta (1 + rate (a - alpha*))), with a the 0/1 accept indicator."""
+    _check_beta_arguments(beta, accepted, target_accept, rate, floor)
     return np.maximum(beta * (1.0 + rate * (accepted.astype(float) - target_accept)), floor)
+
+
+# Argument checks of this module's functions (mcmc_lib.validation): a wrong call fails at the call, naming
+# the argument, its value and what is expected. The samplers call these at every adaptation step with their
+# own arrays, which pass the first, cheap test of each check; only another caller's arguments get the rest.
+from mcmc_lib.validation import float_array, require_bool, require_callable, require_positive_scalar, wrong_type
+
+
+def _array(value, name, shape, what):
+    """A numpy array of real numbers of ``shape`` (``what`` names its axes), else the error naming ``name``."""
+    arr = float_array(value, name)
+    if not isinstance(value, np.ndarray):
+        raise wrong_type(name, f"a numpy array of shape {what}", value)
+    if arr.shape != shape:
+        raise ValueError(f"{name} must have shape {what} = {shape}, got {arr.shape}")
+    return arr
+
+
+def _stack(L, name="L"):
+    """(n_chains, d) of a stack of Cholesky factors L (n_chains, d, d)."""
+    arr = float_array(L, name)
+    if not isinstance(L, np.ndarray) or arr.ndim != 3 or arr.shape[1] != arr.shape[2]:
+        raise ValueError(f"{name} must be a numpy array of lower-triangular factors, shape (n_chains, d, d), got "
+                         f"{type(L).__name__} of shape {arr.shape}")
+    return arr.shape[:2]
+
+
+def _check_bound_arguments(L, log_ratio, beta, **vectors):
+    """The bound gradients': L (n_chains, d, d); each of ``vectors`` (n_chains, d) (or None where optional);
+    log_ratio and beta (n_chains,)."""
+    if (type(L) is np.ndarray and L.ndim == 3 and L.shape[1] == L.shape[2] and type(beta) is np.ndarray
+            and beta.shape == L.shape[:1] and np.shape(log_ratio) == beta.shape
+            and all(v is None or (type(v) is np.ndarray and v.shape == L.shape[:2]) for v in vectors.values())):
+        return
+    n, d = _stack(L)
+    for name, value in vectors.items():
+        if value is not None:
+            _array(value, name, (n, d), "(n_chains, d)")
+    if float_array(log_ratio, "log_ratio").shape != (n,):
+        raise ValueError(f"log_ratio must have shape (n_chains,) = ({n},), got {np.shape(log_ratio)}")
+    _array(beta, "beta", (n,), "(n_chains,)")
+
+
+def _check_rmsprop_arguments(L, S, G, learning_rate, first, decay, min_diag):
+    if not (type(L) is np.ndarray and type(S) is np.ndarray and type(G) is np.ndarray and L.ndim == 3
+            and L.shape == S.shape == G.shape and L.dtype == S.dtype == np.float64 and type(first) is bool
+            and type(learning_rate) is float and type(decay) is float and type(min_diag) is float):
+        shape = (*_stack(L), L.shape[-1])
+        for name, value in (("S", S), ("G", G)):
+            _array(value, name, shape, "(n_chains, d, d), as L")
+        for name, value in (("L", L), ("S", S)):            # updated in place
+            if value.dtype != np.float64 or not value.flags.writeable:
+                raise ValueError(f"{name} must be a writeable float64 array (rmsprop_step updates it in place), "
+                                 f"got dtype {value.dtype}")
+        require_positive_scalar(learning_rate, "learning_rate")
+        require_bool(first, "first")
+        if not 0 < require_positive_scalar(decay, "decay") <= 1:
+            raise ValueError(f"decay must lie in (0, 1], got {decay!r}")
+        require_positive_scalar(min_diag, "min_diag")
+
+
+def _check_beta_arguments(beta, accepted, target_accept, rate, floor):
+    if not (type(beta) is np.ndarray and type(accepted) is np.ndarray and accepted.dtype == bool
+            and accepted.shape == beta.shape and beta.ndim == 1
+            and type(target_accept) is float and type(rate) is float and type(floor) is float):
+        beta = float_array(beta, "beta")
+        if not isinstance(accepted, np.ndarray) or accepted.dtype != bool:
+            raise wrong_type("accepted", "a numpy array of booleans (the accept indicators), shape (n_chains,)",
+                             accepted)
+        if beta.ndim != 1 or accepted.shape != beta.shape:
+            raise ValueError(f"beta and accepted must have one shape (n_chains,), got {beta.shape} and "
+                             f"{accepted.shape}")
+        require_probability(target_accept, "target_accept")
+        require_positive_scalar(rate, "rate")
+        require_positive_scalar(floor, "floor")
 
 
 def rwm_bound_gradient(L, eps, grad_y, log_ratio, beta):
     """Unbiased gradient of the gadRWM lower bound F_L with respect to L, per chain:
     tril(grad_y eps^T) where log_ratio < 0, plus beta diag(1/L_ii). Shapes: L (n, d, d), eps and
     grad_y (n, d), log_ratio and beta (n,). A NaN log ratio (non-finite proposal) counts as inactive."""
+    _check_bound_arguments(L, log_ratio, beta, eps=eps, grad_y=grad_y)
     active = np.asarray(log_ratio) < 0
     G = tril_outer(grad_y, eps, active)
     return add_entropy_gradient(G, L, beta)
@@ -95,6 +173,7 @@ def mala_fast_bound_gradient(L, eps, grad_x, grad_y, log_ratio, beta, Ltg_x=None
     """gadMALAf's gradient of the lower bound with respect to L (grad log pi(y) held fixed inside d):
     tril(-1/2 (g_x - g_y) (1/2 L^T (g_x - g_y) + eps)^T) where log_ratio < 0, plus beta diag(1/L_ii).
     Ltg_x = L^T g_x and Ltg_y = L^T g_y may be passed when already computed."""
+    _check_bound_arguments(L, log_ratio, beta, eps=eps, grad_x=grad_x, grad_y=grad_y, Ltg_x=Ltg_x, Ltg_y=Ltg_y)
     Ltg_x = rmatvec(L, grad_x) if Ltg_x is None else Ltg_x
     Ltg_y = rmatvec(L, grad_y) if Ltg_y is None else Ltg_y
     active = np.asarray(log_ratio) < 0
@@ -106,6 +185,8 @@ def mala_exact_bound_gradient(L, eps, grad_x, grad_y, hessian_vector, log_ratio,
     """gadMALAe's exact gradient of the lower bound with respect to L. ``hessian_vector(v, rows)``
     returns H(y) v for the chains ``rows`` (an index array) and v of shape (len(rows), d); it is
     called only for the chains with log_ratio < 0."""
+    _check_bound_arguments(L, log_ratio, beta, eps=eps, grad_x=grad_x, grad_y=grad_y, Ltg_x=Ltg_x, Ltg_y=Ltg_y)
+    require_callable(hessian_vector, "hessian_vector")
     Ltg_x = rmatvec(L, grad_x) if Ltg_x is None else Ltg_x
     Ltg_y = rmatvec(L, grad_y) if Ltg_y is None else Ltg_y
     active = np.asarray(log_ratio) < 0
@@ -133,6 +214,10 @@ def hessian_vector_product(target, x, v):
     targets of mcmc_lib.targets, autograd for an AutogradTarget)."""
     if not supports_hessian_vector_product(target):
         raise ValueError(f"target {target!r} offers no Hessian-vector product")
+    if not (type(x) is np.ndarray and type(v) is np.ndarray and x.ndim == 2 and v.shape == x.shape
+            and x.shape[1] == target.dim):
+        x = _array(x, "x", (len(np.atleast_2d(x)), target.dim), "(m, target.dim)")
+        _array(v, "v", x.shape, "(m, d), as x")
     target.n_grad_evals += x.shape[0]
     return target.hessian_vector_product(x, v)
 

@@ -15,6 +15,7 @@ from mcmc_lib.validation import require_positive
 
 def wrap_v(v):
     """Wrap v into [-1, 1): the two while-loops of eq. (eq-nru-wrap) in one step."""
+    _check_real(v, "v")
     return np.mod(v + 1.0, 2.0) - 1.0
 
 
@@ -24,15 +25,73 @@ def advance_v(rng, v, delta, noise):
     noise = 1 makes the new v uniform on [-1, 1) whatever the old v was: the standard method, with
     u drawn independently for every decision. Noise is drawn only if some chain uses it.
     """
+    _check_advance(rng, v, delta, noise)
     if np.any(noise > 0):
         v = v + noise * rng.uniform(-1.0, 1.0, size=v.shape)
     return wrap_v(v + delta)
+
+
+# Argument checks of this module's functions (mcmc_lib.validation): a wrong call fails at the call, naming
+# the argument, its value and what is expected. The samplers call wrap_v, advance_v, rescale_v and tanh at
+# every update with their own arrays, which pass the first, cheap test of each check.
+from mcmc_lib.validation import (float_array, require_callable, require_int, require_mapping, require_positive_scalar,
+                                 require_rng, require_target, wrong_type)
+
+
+def _check_real(value, name):
+    """A real number or a numpy array of real numbers (the functions compute with it as given)."""
+    if type(value) is np.ndarray and value.dtype.kind == "f":
+        return
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in "iu":
+            raise wrong_type(name, "a numpy array of real numbers", value)
+    elif not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, (bool, np.bool_)):
+        float_array(value, name)                  # a string, a ragged or non-numeric list: its own error
+        raise wrong_type(name, "a number or a numpy array of real numbers", value)
+
+
+def _check_advance(rng, v, delta, noise):
+    """advance_v's: a Generator, v (n_chains,), delta and noise numbers or one per chain."""
+    if (type(rng) is np.random.Generator and type(v) is np.ndarray and v.ndim == 1 and type(delta) is np.ndarray
+            and delta.shape == v.shape and type(noise) is np.ndarray and noise.shape == v.shape):
+        return
+    require_rng(rng)
+    _check_real(v, "v")
+    if np.ndim(v) != 1:
+        raise ValueError(f"v must have shape (n_chains,), got {np.shape(v)}")
+    for name, value in (("delta", delta), ("noise", noise)):
+        _check_real(value, name)
+        if np.shape(value) not in ((), np.shape(v)):
+            raise ValueError(f"{name} must be a number or one per chain, shape {np.shape(v)} as v, got "
+                             f"{np.shape(value)}")
+
+
+def _check_rescale(v, log_ratio, accepted):
+    """rescale_v's: v and log_ratio arrays of one shape, accepted booleans of that shape."""
+    if (type(v) is np.ndarray and type(log_ratio) is np.ndarray and type(accepted) is np.ndarray
+            and accepted.dtype == bool and v.shape == log_ratio.shape == accepted.shape):
+        return
+    _check_real(v, "v")
+    _check_real(log_ratio, "log_ratio")
+    if not isinstance(accepted, np.ndarray) or accepted.dtype != bool:
+        raise wrong_type("accepted", "a numpy array of booleans (the decisions)", accepted)
+    for name, value in (("log_ratio", log_ratio), ("accepted", accepted)):
+        if np.shape(value) != np.shape(v):
+            raise ValueError(f"{name} must have the shape of v, {np.shape(v)}, got {np.shape(value)}")
+
+
+def _check_per_chain(value, name):
+    """A tuning parameter: a number or one per chain (n_chains,)."""
+    if np.ndim(value) > 1:
+        raise ValueError(f"{name} must be a number or one per chain (n_chains,), got shape {np.shape(value)}")
+    return value
 
 
 def rescale_v(v, log_ratio, accepted):
     """Eq. (eq-nru-rescale): on acceptance v <- v pi(x)/pi(x*) = v exp(-log ratio), which keeps the
     slice level s = |v| pi(x) fixed; where the proposal was rejected v is unchanged. v = 0 (u = 0, which
     accepts any finite ratio) stays 0: exp(-log ratio) may overflow there, and 0 x inf is not a state."""
+    _check_rescale(v, log_ratio, accepted)
     moved = accepted & (v != 0)
     return np.where(moved, v * np.exp(-np.where(moved, log_ratio, 0.0)), v)
 
@@ -48,7 +107,7 @@ class NonrevState(NamedTuple):
 
 
 def _check_range(value, name, low, high):
-    arr = np.asarray(value, dtype=float)
+    arr = float_array(_check_per_chain(value, name), name)
     if arr.size == 0 or not np.all(np.isfinite(arr)) or np.any(arr < low) or np.any(arr > high):
         raise ValueError(f"{name} must lie in [{low}, {high}], got {value!r}")
     return value
@@ -78,11 +137,11 @@ class NonreversibleUSampler(Sampler):
 
     def __init__(self, target, step_size, delta=None, noise=0.0):
         super().__init__(target)
-        require_positive(step_size, "step_size")
+        _check_per_chain(require_positive(step_size, "step_size"), "step_size")
+        noise = _check_range(noise, "noise", 0.0, 1.0)          # checked also where delta=None replaces it
         if delta is None:
             delta, noise = 0.0, 1.0
-        self.initial = {"step_size": step_size, "delta": _check_range(delta, "delta", -1.0, 1.0),
-                        "noise": _check_range(noise, "noise", 0.0, 1.0)}
+        self.initial = {"step_size": step_size, "delta": _check_range(delta, "delta", -1.0, 1.0), "noise": noise}
         _refuse_frozen_level(delta, noise)
         self.step_size = self.delta = self.noise = None
         self.last_u = None
@@ -201,6 +260,17 @@ def run_groups(sampler, state, rng, n_groups, group_size, record, between=None, 
     after update t (counted from 1), for Gibbs updates of other variables (it must call
     ``sampler.refresh`` when it changes the target).
     Returns (state, records (n_chains, n_groups, k), rejection rate per chain)."""
+    if not callable(getattr(sampler, "step", None)):
+        raise wrong_type("sampler", "a sampler (step(rng, state); mcmc_lib.samplers.base.Sampler)", sampler)
+    if not isinstance(getattr(state, "x", None), np.ndarray) or state.x.ndim != 2:
+        raise wrong_type("state", "a sampler's state (from its init(x0)), with x of shape (n_chains, dim)", state)
+    require_rng(rng)
+    n_groups = require_int(n_groups, "n_groups", minimum=1)
+    group_size = require_int(group_size, "group_size", minimum=1)
+    burn_groups = require_int(burn_groups, "burn_groups")
+    require_callable(record, "record")
+    if between is not None:
+        require_callable(between, "between")
     n_chains = state.x.shape[0]
     records, rejections, t = None, np.zeros(n_chains), 0
     for g in range(burn_groups + n_groups):
@@ -226,6 +296,7 @@ def tanh(a):
     """tanh through exp, which numpy vectorises for float64 (np.tanh does not, and dominated the network's
     cost); equal to np.tanh within 1e-15. The argument is clipped at |a| = 40, where tanh is +-1 in
     float64, so exp cannot overflow."""
+    _check_real(a, "a")
     e = np.exp(np.clip(-2.0 * a, -80.0, 80.0))
     return (1.0 - e) / (1.0 + e)
 
@@ -237,10 +308,14 @@ class BNNConditional(Target):
     redraws. Parameter order: W (input-major, n_inputs x n_hidden), hidden biases, output weights, output bias."""
 
     def __init__(self, X, y, n_chains, n_hidden=12, prior=None):
-        X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
+        X = float_array(X, "X")
+        y = y.astype(float) if isinstance(y, np.ndarray) and y.dtype == bool else float_array(y, "y")
+        n_chains, n_hidden = require_int(n_chains, "n_chains", minimum=1), require_int(n_hidden, "n_hidden", minimum=1)
+        if prior is not None:
+            require_mapping(prior, "prior")
         if X.ndim != 2 or y.shape != (X.shape[0],) or not np.all((y == 0) | (y == 1)):
             raise ValueError(f"X must be (n_cases, n_inputs) and y (n_cases,) of 0/1, got shapes {X.shape}, {y.shape}")
-        self.n_in, self.n_hidden = X.shape[1], int(n_hidden)
+        self.n_in, self.n_hidden = X.shape[1], n_hidden
         super().__init__(self.n_in * self.n_hidden + 2 * self.n_hidden + 1)
         self.name = "BNN weights given the precisions"
         self.X, self.y = X, y
@@ -288,8 +363,12 @@ def fbm_net_stepsizes(X, tau_in, tau_out, n_hidden, sd_bh, sd_bo):
     network with a logistic output (net-mc.c, mc_app_stepsizes, release 2020-01-24), from the precisions only.
     X (n_cases, n_inputs), tau_in (n_chains, n_inputs), tau_out (n_chains,) -> (n_chains, n_params), in
     BNNConditional's parameter order."""
-    X = np.asarray(X, dtype=float)
-    tau_in, tau_out = np.atleast_2d(np.asarray(tau_in, dtype=float)), np.atleast_1d(np.asarray(tau_out, dtype=float))
+    X = float_array(X, "X")
+    if X.ndim != 2:
+        raise ValueError(f"X must be the inputs, shape (n_cases, n_inputs), got {X.shape}")
+    tau_in, tau_out = np.atleast_2d(float_array(tau_in, "tau_in")), np.atleast_1d(float_array(tau_out, "tau_out"))
+    n_hidden = require_int(n_hidden, "n_hidden", minimum=1)
+    sd_bh, sd_bo = require_positive_scalar(sd_bh, "sd_bh"), require_positive_scalar(sd_bo, "sd_bo")
     if tau_in.shape != (len(tau_out), X.shape[1]) or np.any(tau_in <= 0) or np.any(tau_out <= 0):
         raise ValueError(f"tau_in must be positive with shape (n_chains, {X.shape[1]}) and tau_out positive "
                          f"(n_chains,), got shapes {tau_in.shape} and {tau_out.shape}")
@@ -309,7 +388,7 @@ class StepScaledTarget(Target):
     the z of the same x (after a Gibbs update of the hyperparameters the scale depends on)."""
 
     def __init__(self, base, scale):
-        super().__init__(base.dim)
+        super().__init__(require_target(base, "base").dim)
         self.base, self.name = base, f"{base.name}, per-parameter step sizes"
         self.scale = self._checked(scale)
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
-from ..validation import require_int, require_positive, require_positive_definite, require_probability
+from ..validation import (float_array, gigabytes, require_bool, require_int, require_memory, require_number,
+                          require_positive, require_positive_definite, require_positive_scalar,
+                          require_probability, require_str)
 from .base import (ChainState, Sampler, StepInfo, accept_proposals, metropolis_hastings_accept,
                    per_chain, robbins_monro_scale)
 
@@ -20,6 +22,34 @@ def _random_walk_step(sampler, rng, state, chol):
     logp_y = sampler.target.logp(y)
     accepted, prob, nonfinite = metropolis_hastings_accept(logp_y - state.logp, rng.uniform(size=n_chains))
     return accept_proposals(state, ChainState(y, logp_y), accepted), StepInfo(accepted, prob, nonfinite)
+
+
+# The dense d x d float64 matrices each sampler holds and makes at its peak, measured with tracemalloc
+# (d = 600, 1 and 3 chains): HaarioAM keeps the initial factor, and per chain the proposal's factor and
+# the running scatter matrix, and its adaptation makes three more per chain (the outer product, the
+# covariance, its Cholesky factor); CholeskyAM keeps one factor per chain and makes two more per chain
+# when it adapts.
+HAARIO_MATRICES = (1, 5)            # (shared, per chain) at the peak of a run
+CHOLESKY_AM_MATRICES = (0, 3)
+
+
+def _dense_need(sampler: str, dim: int, n_chains: int, matrices) -> tuple[float, str]:
+    """(bytes, what) of a dense-covariance sampler's d x d matrices for ``n_chains`` chains."""
+    dim, n_chains = require_int(dim, "dim", minimum=1), require_int(n_chains, "n_chains", minimum=1)
+    if np.shape(matrices) != (2,):
+        raise ValueError(f"matrices must be (shared, per chain) counts, got {matrices!r}")
+    shared, each = (require_int(count, "matrices") for count in matrices)
+    count = shared + each * n_chains
+    n_bytes = count * dim * dim * 8.0
+    return n_bytes, (f"{sampler} at dimension {dim} with {n_chains} chain{'s' if n_chains != 1 else ''} "
+                     f"({count} dense {dim} x {dim} matrices of {gigabytes(dim * dim * 8.0)} each)")
+
+
+def check_memory(sampler: str, dim: int, n_chains: int, matrices, name: str) -> None:
+    """Refuse a run whose dense matrices would not fit in the memory available (validation.require_memory)."""
+    require_str(sampler, "sampler")
+    n_bytes, what = _dense_need(sampler, dim, n_chains, matrices)
+    require_memory(n_bytes, what, name)
 
 
 class HaarioAM(Sampler):
@@ -35,7 +65,9 @@ class HaarioAM(Sampler):
     def __init__(self, target, initial_cov=None, t0=None, eps=1e-6, update_every=1):
         super().__init__(target)
         d = target.dim
-        initial_cov = (0.1**2 / d) * np.eye(d) if initial_cov is None else np.asarray(initial_cov, float)
+        # Up front, before the first d x d matrix: what one chain's run needs (x0 is checked for all of them).
+        check_memory("HaarioAM", d, 1, HAARIO_MATRICES, "target.dim")
+        initial_cov = (0.1**2 / d) * np.eye(d) if initial_cov is None else float_array(initial_cov, "initial_cov")
         if initial_cov.ndim == 0:
             require_positive(initial_cov, "initial_cov")
             initial_cov = float(initial_cov) * np.eye(d)
@@ -44,13 +76,14 @@ class HaarioAM(Sampler):
                              f"got shape {initial_cov.shape}")
         self.initial_chol = require_positive_definite(initial_cov, "initial_cov")
         self.t0 = require_int(2 * d if t0 is None else t0, "t0", minimum=1)
-        self.eps = float(require_positive(eps, "eps"))
+        self.eps = require_positive_scalar(eps, "eps")
         self.update_every = require_int(update_every, "update_every", minimum=1)
         self.scale = 2.38**2 / d
 
     def init(self, x0):
         state = super().init(x0)
         n, d = state.x.shape
+        check_memory("HaarioAM", d, n, (0, HAARIO_MATRICES[1]), "x0")   # the initial factor exists already
         self.chol = np.broadcast_to(self.initial_chol, (n, d, d)).copy()
         self.count = 1
         self.mean = state.x.copy()
@@ -94,19 +127,26 @@ class CholeskyAM(Sampler):
                  target_accept=0.25, diagonal=False, min_diag=1e-3):
         super().__init__(target)
         d = target.dim
+        check_memory("CholeskyAM", d, 1, CHOLESKY_AM_MATRICES, "target.dim")
         n_warmup = require_int(n_warmup, "n_warmup", minimum=1)
         self.initial_variance = 0.1 / np.sqrt(d) if step_variance is None else step_variance
         require_positive(self.initial_variance, "step_variance")
-        self.rho0 = float(require_positive(rho0, "rho0"))
+        if np.ndim(self.initial_variance) > 1:
+            raise ValueError(f"step_variance must be a scalar or one per chain (n_chains,), got shape "
+                             f"{np.shape(self.initial_variance)}")
+        self.rho0 = require_positive_scalar(rho0, "rho0")
         self.schedule_t0 = require_int(round(n_warmup / 4) if schedule_t0 is None else schedule_t0,
                                        "schedule_t0", minimum=1)
         self.target_accept = require_probability(target_accept, "target_accept")
-        self.diagonal = bool(diagonal)
-        self.min_diag = float(min_diag)
+        self.diagonal = require_bool(diagonal, "diagonal")
+        self.min_diag = require_number(min_diag, "min_diag")
+        if self.min_diag < 0:
+            raise ValueError(f"min_diag must be >= 0 (the floor on diag(L)), got {min_diag!r}")
 
     def init(self, x0):
         state = super().init(x0)
         n, d = state.x.shape
+        check_memory("CholeskyAM", d, n, CHOLESKY_AM_MATRICES, "x0")   # dense (n, d, d) even when diagonal
         self.variance = per_chain(self.initial_variance, n, "step_variance")
         self.chol = np.broadcast_to(np.eye(d), (n, d, d)).copy()
         self.mean = state.x.copy()

@@ -14,7 +14,10 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
-from ..validation import as_batch
+from ..validation import (as_batch, float_array, require_int, require_number, require_probability,
+                          require_target, wrong_type)
+
+_FLOAT, _BOOL = np.dtype(float), np.dtype(bool)     # singletons: "is" compares them cheaply
 
 
 class ChainState(NamedTuple):
@@ -48,7 +51,13 @@ def metropolis_hastings_accept(log_ratio, u):
     u is passed in, not drawn here, so that Neal's non-reversible scheme (book/nonrev_u.md) can
     supply a u that it carries in the state. Returns (accepted, accept_prob, nonfinite).
     """
-    log_ratio = np.asarray(log_ratio, dtype=float)
+    if type(log_ratio) is not np.ndarray or log_ratio.dtype is not _FLOAT:
+        log_ratio = float_array(log_ratio, "log_ratio")
+    if getattr(u, "shape", None) != log_ratio.shape:
+        u = float_array(u, "u")
+        if u.shape != log_ratio.shape:
+            raise ValueError(f"u must have the shape of log_ratio {log_ratio.shape} (one uniform per "
+                             f"chain), got shape {u.shape}")
     # A +inf ratio is as suspect as NaN: it signals an overflow, not a certainty. -inf (a proposal
     # outside the support) is counted with them.
     nonfinite = ~np.isfinite(log_ratio)
@@ -59,13 +68,42 @@ def metropolis_hastings_accept(log_ratio, u):
     return accepted, accept_prob, nonfinite
 
 
+def _accepted(accepted, n_chains: int, name: str = "accepted") -> np.ndarray:
+    """``accepted`` as a boolean array (n_chains,), checked (the slow path of the step helpers)."""
+    arr = np.asarray(accepted)
+    if arr.dtype != bool:
+        raise wrong_type(name, f"a boolean array of shape ({n_chains},)", accepted)
+    if arr.shape != (n_chains,):
+        raise ValueError(f"{name} must have shape ({n_chains},) (one decision per chain), got {arr.shape}")
+    return arr
+
+
 def select(accepted, proposed, current):
     """Per-chain choice between a proposed and a current array (states (n, d), log densities (n,))."""
-    return np.where(accepted[:, None] if np.ndim(current) == 2 else accepted, proposed, current)
+    try:            # the fast check (select runs two or three times a step): arrays of matching shapes
+        ndim = current.ndim
+        fast = (accepted.dtype is _BOOL and proposed.shape == current.shape and 0 < ndim < 3
+                and accepted.shape == current.shape[:1])
+    except AttributeError:
+        fast = False
+    if not fast:
+        current = float_array(current, "current")
+        proposed = float_array(proposed, "proposed")
+        if current.ndim not in (1, 2) or proposed.shape != current.shape:
+            raise ValueError(f"proposed and current must have one shape, (n_chains,) or (n_chains, dim), got "
+                             f"{proposed.shape} and {current.shape}")
+        accepted = _accepted(accepted, current.shape[0])
+        ndim = current.ndim
+    return np.where(accepted[:, None] if ndim == 2 else accepted, proposed, current)
 
 
 def accept_proposals(state: ChainState, proposal: ChainState, accepted) -> ChainState:
     """The next ChainState: the proposal where accepted, the current state elsewhere."""
+    if type(state) is not ChainState or type(proposal) is not ChainState:
+        for name, value in (("state", state), ("proposal", proposal)):
+            if not isinstance(value, tuple) or not hasattr(value, "x") or not hasattr(value, "logp"):
+                raise wrong_type(name, "a ChainState (x, logp, grad)", value)
+    # A proposal without the gradient the state carries fails in select, naming "proposed".
     grad = None if state.grad is None else select(accepted, proposal.grad, state.grad)
     return ChainState(select(accepted, proposal.x, state.x),
                       select(accepted, proposal.logp, state.logp), grad)
@@ -73,6 +111,15 @@ def accept_proposals(state: ChainState, proposal: ChainState, accepted) -> Chain
 
 def finite_rows(logp, grad=None):
     """True for chains whose log density (and gradient, if given) are finite."""
+    if type(logp) is not np.ndarray or logp.ndim != 1:
+        logp = float_array(logp, "logp")
+        if logp.ndim != 1:
+            raise ValueError(f"logp must have shape (n_chains,), got {logp.shape}")
+    if grad is not None and (type(grad) is not np.ndarray or grad.ndim != 2 or grad.shape[0] != logp.shape[0]):
+        grad = float_array(grad, "grad")
+        if grad.ndim != 2 or grad.shape[0] != logp.shape[0]:
+            raise ValueError(f"grad must have shape ({logp.shape[0]}, dim) for logp of shape {logp.shape}, "
+                             f"got {grad.shape}")
     ok = np.isfinite(logp)
     if grad is not None:
         ok &= np.all(np.isfinite(grad), axis=1)
@@ -81,7 +128,10 @@ def finite_rows(logp, grad=None):
 
 def per_chain(value, n_chains: int, name: str) -> np.ndarray:
     """Broadcast a scalar or (n_chains,) tuning parameter to one float per chain."""
-    arr = np.asarray(value, dtype=float)
+    if not isinstance(name, str):
+        raise wrong_type("name", "a string (the parameter's name)", name)
+    n_chains = require_int(n_chains, "n_chains", minimum=1)
+    arr = float_array(value, name)
     if arr.ndim == 0:
         return np.full(n_chains, float(arr))
     if arr.shape != (n_chains,):
@@ -96,7 +146,7 @@ class Sampler:
     uses_gradient = False
 
     def __init__(self, target):
-        self.target = target
+        self.target = require_target(target)
 
     def init(self, x0) -> ChainState:
         x0 = as_batch(x0, self.target.dim, "x0", min_rows=1)
@@ -125,4 +175,15 @@ def robbins_monro_scale(scale, accepted, target_rate, rate=0.01):
     with a the 0/1 accept indicator. It drives the acceptance rate to a* during warm-up: an
     acceptance multiplies the scale by 1 + rate (1 - a*) / a* > 1, a rejection by 1 - rate < 1,
     and the expected change is 0 exactly when P(accept) = a*."""
+    if getattr(accepted, "dtype", None) is not _BOOL or type(target_rate) is not float:
+        if np.asarray(accepted).dtype != bool:
+            raise wrong_type("accepted", "booleans (one accept decision per chain)", accepted)
+        accepted = np.asarray(accepted)
+        target_rate = require_probability(target_rate, "target_rate")
+    if type(scale) is not np.ndarray or scale.shape != accepted.shape:
+        arr = float_array(scale, "scale")
+        if arr.shape not in ((), accepted.shape):
+            raise ValueError(f"scale must be a scalar or have the shape of accepted {accepted.shape}, got {arr.shape}")
+    if type(rate) is not float:
+        require_number(rate, "rate")
     return scale * (1.0 + rate * (accepted.astype(float) - target_rate) / target_rate)

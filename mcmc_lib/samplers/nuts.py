@@ -62,7 +62,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..validation import require_int, require_positive, require_probability
+from ..validation import (float_array, require_int, require_number, require_positive, require_positive_scalar,
+                          require_probability, require_rng, require_str, require_target)
 from .base import ChainState, Sampler, StepInfo, per_chain
 
 METRICS = ("identity", "diagonal")
@@ -98,6 +99,13 @@ class _Subtree(NamedTuple):
 
 def no_u_turn(p_sharp_minus, p_sharp_plus, rho) -> bool:
     """The generalised criterion: rho . M^{-1}p- > 0 and rho . M^{-1}p+ > 0 (the ends still move apart)."""
+    if not (type(rho) is np.ndarray and rho.ndim == 1 and getattr(p_sharp_minus, "shape", None) == rho.shape
+            and getattr(p_sharp_plus, "shape", None) == rho.shape):
+        arrays = [float_array(a, n) for a, n in ((p_sharp_minus, "p_sharp_minus"), (p_sharp_plus, "p_sharp_plus"),
+                                                  (rho, "rho"))]
+        if arrays[2].ndim != 1 or not arrays[0].shape == arrays[1].shape == arrays[2].shape:
+            raise ValueError(f"p_sharp_minus, p_sharp_plus and rho must be vectors of one length (dim,), got shapes "
+                             f"{arrays[0].shape}, {arrays[1].shape} and {arrays[2].shape}")
     return np.dot(p_sharp_minus, rho) > 0 and np.dot(p_sharp_plus, rho) > 0
 
 
@@ -191,6 +199,26 @@ class _Transition(NamedTuple):
     energy: float
 
 
+def _check_one_chain(target, x, logp, grad, inv_metric, rng, step_size):
+    """The arguments of ``nuts_transition`` and ``initial_step_size``: one chain's x, logp, grad (its slow path)."""
+    require_target(target)
+    require_rng(rng)
+    x = float_array(x, "x")
+    if x.shape != (target.dim,):
+        raise ValueError(f"x must be one chain's state, shape ({target.dim},), got {x.shape}")
+    for name, value in (("grad", grad), ("inv_metric", inv_metric)):
+        if float_array(value, name).shape != x.shape:
+            raise ValueError(f"{name} must have shape {x.shape}, got {np.shape(value)}")
+    require_number(logp, "logp", finite=False)
+    require_positive_scalar(step_size, "step_size")
+
+
+def _one_chain_fast(target, x, grad, inv_metric, rng) -> bool:
+    return (type(x) is np.ndarray and x.ndim == 1 and type(rng) is np.random.Generator
+            and getattr(grad, "shape", None) == x.shape and getattr(inv_metric, "shape", None) == x.shape
+            and getattr(target, "dim", None) == x.shape[0])
+
+
 def nuts_transition(target, x, logp, grad, step_size, inv_metric, rng,
                     max_tree_depth=10, max_energy_error=1000.0) -> _Transition:
     """One NUTS transition of one chain from x (see the module docstring).
@@ -200,6 +228,10 @@ def nuts_transition(target, x, logp, grad, step_size, inv_metric, rng,
     new subtree (W_new), the sample moves to the subtree's proposal with probability
     min(1, W_new / W_old): this biased progressive sampling favours points far from the start
     while leaving the distribution of the sample proportional to the weights."""
+    if not (_one_chain_fast(target, x, grad, inv_metric, rng) and type(max_tree_depth) is int):
+        _check_one_chain(target, x, logp, grad, inv_metric, rng, step_size)
+        require_int(max_tree_depth, "max_tree_depth", minimum=1)
+        require_positive_scalar(max_energy_error, "max_energy_error")
     traj = _Trajectory(target, step_size, inv_metric, max_energy_error, rng)
     start = _Point(x, rng.standard_normal(x.shape[0]) / np.sqrt(inv_metric), logp, grad)
     traj.h0 = traj.hamiltonian(start)
@@ -233,6 +265,10 @@ def initial_step_size(target, x, logp, grad, inv_metric, rng, step_size=1.0, max
     Set a = +1 if r > 1/2 and a = -1 otherwise, then multiply eps by 2^a while r^a > 2^-a, i.e. until
     the one-step acceptance ratio crosses 1/2. A non-finite log density or gradient counts as
     r = 0, so eps halves. Returns (eps, number of leapfrog steps taken)."""
+    if not _one_chain_fast(target, x, grad, inv_metric, rng):
+        _check_one_chain(target, x, logp, grad, inv_metric, rng, step_size)
+    require_positive_scalar(step_size, "step_size")
+    require_int(max_iter, "max_iter", minimum=1)
     traj = _Trajectory(target, step_size, inv_metric, np.inf, rng)
     start = _Point(x, rng.standard_normal(x.shape[0]) / np.sqrt(inv_metric), logp, grad)
     traj.h0 = traj.hamiltonian(start)
@@ -267,6 +303,12 @@ class DualAveraging:
     """
 
     def __init__(self, n_chains, target_accept, gamma=0.05, t0=10.0, kappa=0.75):
+        n_chains = require_int(n_chains, "n_chains", minimum=1)
+        if np.ndim(target_accept) == 0:
+            require_probability(target_accept, "target_accept")
+        require_positive_scalar(gamma, "gamma")
+        require_positive_scalar(t0, "t0")
+        require_positive_scalar(kappa, "kappa")
         self.target_accept, self.gamma, self.t0, self.kappa = target_accept, gamma, t0, kappa
         self.mu = np.zeros(n_chains)
         self.t = np.zeros(n_chains)
@@ -311,6 +353,10 @@ def metric_windows(n_warmup, init_buffer=75, term_buffer=50, base_window=25) -> 
     doubled one would not fit. If the three buffers do not fit, they become 15% / 75% / 10% of
     the warm-up (one slow window); below 20 iterations there is no metric adaptation.
     For n_warmup = 500: windows end after 100, 150, 250 and 450 iterations."""
+    n_warmup = require_int(n_warmup, "n_warmup")
+    init_buffer = require_int(init_buffer, "init_buffer")
+    term_buffer = require_int(term_buffer, "term_buffer")
+    base_window = require_int(base_window, "base_window", minimum=1)
     if n_warmup < 20:
         return MetricWindows(0, 0, ())
     if init_buffer + base_window + term_buffer > n_warmup:
@@ -331,7 +377,7 @@ class WindowVariance:
     """Running per-chain variance of the draws of one window (Welford), regularised as in Stan."""
 
     def __init__(self, n_chains, dim):
-        self.n_chains, self.dim = n_chains, dim
+        self.n_chains, self.dim = require_int(n_chains, "n_chains", minimum=1), require_int(dim, "dim", minimum=1)
         self.reset()
 
     def reset(self):
@@ -382,13 +428,15 @@ class NUTS(Sampler):
         super().__init__(target)
         if step_size is not None:
             require_positive(step_size, "step_size")
-        if not isinstance(metric, str) or metric not in METRICS:
-            raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+            if np.ndim(step_size) > 1:
+                raise ValueError(f"step_size must be a scalar or one per chain (n_chains,), got shape "
+                                 f"{np.shape(step_size)}")
+        require_str(metric, "metric", METRICS)
         self.initial_step_size = step_size
         self.target_accept = require_probability(target_accept, "target_accept")
         self.max_tree_depth = require_int(max_tree_depth, "max_tree_depth", minimum=1)
         self.metric = metric
-        self.max_energy_error = float(require_positive(max_energy_error, "max_energy_error"))
+        self.max_energy_error = require_positive_scalar(max_energy_error, "max_energy_error")
         self.n_warmup = require_int(n_warmup, "n_warmup", minimum=0)
         self.windows = metric_windows(self.n_warmup) if metric == "diagonal" else MetricWindows(0, 0, ())
         self.step_size = None

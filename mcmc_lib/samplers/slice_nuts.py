@@ -29,7 +29,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..validation import require_int, require_positive
+from ..validation import (float_array, require_int, require_number, require_positive, require_positive_scalar,
+                          require_rng, require_target)
 from .base import ChainState, StepInfo
 from .nuts import NUTS
 
@@ -57,7 +58,18 @@ class _SliceTree(NamedTuple):
 
 
 def u_turn(x_minus, x_plus, r_minus, r_plus) -> bool:
-    """Hoffman & Gelman's stop criterion: (x+ - x-).r- < 0 or (x+ - x-).r+ < 0."""
+    """Hoffman & Gelman's stop criterion: (x+ - x-).r- < 0 or (x+ - x-).r+ < 0, for four vectors of one
+    length (dim,)."""
+    names = ("x_minus", "x_plus", "r_minus", "r_plus")
+    vectors = [float_array(v, name) for v, name in zip((x_minus, x_plus, r_minus, r_plus), names)]
+    if vectors[0].ndim != 1 or any(v.shape != vectors[0].shape for v in vectors):
+        raise ValueError(f"{', '.join(names[:3])} and {names[3]} must be vectors of one length (dim,), got shapes "
+                         + ", ".join(f"{name} {v.shape}" for name, v in zip(names, vectors)))
+    return _u_turn(*vectors)
+
+
+def _u_turn(x_minus, x_plus, r_minus, r_plus) -> bool:
+    """``u_turn`` for vectors the trajectory built (checked where they entered it)."""
     span = x_plus - x_minus
     return bool(np.dot(span, r_minus) < 0 or np.dot(span, r_plus) < 0)
 
@@ -104,7 +116,7 @@ class _SliceTrajectory:
         take_second = n > 0 and self.rng.random() < second.n / n
         pick = second if take_second else first
         minus, plus = (second.minus, first.plus) if direction < 0 else (first.minus, second.plus)
-        stop = second.stop or u_turn(minus.x, plus.x, minus.r, plus.r)
+        stop = second.stop or _u_turn(minus.x, plus.x, minus.r, plus.r)
         return _SliceTree(minus, plus, pick.x, pick.logp, pick.grad, n, stop,
                           first.alpha + second.alpha, first.n_alpha + second.n_alpha)
 
@@ -124,7 +136,12 @@ class SliceTransition(NamedTuple):
 
 def slice_nuts_transition(target, x, logp, grad, step_size, rng, max_tree_depth=10,
                           delta_max=100.0) -> SliceTransition:
-    """One transition of Hoffman & Gelman's efficient NUTS from x (see the module docstring)."""
+    """One transition of Hoffman & Gelman's efficient NUTS from x (see the module docstring): one chain's
+    x and grad (dim,), its log density logp, a positive step size, a numpy Generator."""
+    if not (type(x) is np.ndarray and x.ndim == 1 and type(rng) is np.random.Generator
+            and getattr(grad, "shape", None) == x.shape and getattr(target, "dim", None) == x.shape[0]
+            and type(max_tree_depth) is int):
+        x, grad = _check_transition(target, x, logp, grad, step_size, rng, max_tree_depth, delta_max)
     r0 = rng.standard_normal(x.shape[0])
     joint0 = logp - 0.5 * np.dot(r0, r0)
     log_u = joint0 - rng.exponential()
@@ -147,12 +164,29 @@ def slice_nuts_transition(target, x, logp, grad, step_size, rng, max_tree_depth=
             moved = True
         n += new.n
         alpha, n_alpha = alpha + new.alpha, n_alpha + new.n_alpha
-        stop = new.stop or u_turn(minus.x, plus.x, minus.r, plus.r)
+        stop = new.stop or _u_turn(minus.x, plus.x, minus.r, plus.r)
         depth += 1
         if stop or depth > max_tree_depth:
             break
     return SliceTransition(sample_x, sample_logp, sample_grad, moved, alpha / n_alpha, depth, traj.n_leapfrog,
                            traj.divergent, traj.nonfinite)
+
+
+def _check_transition(target, x, logp, grad, step_size, rng, max_tree_depth, delta_max):
+    """The arguments of ``slice_nuts_transition`` when they are not the sampler's own (its slow path); returns
+    x and grad as float arrays."""
+    require_target(target)
+    require_rng(rng)
+    x, grad = float_array(x, "x"), float_array(grad, "grad")
+    if x.shape != (target.dim,):
+        raise ValueError(f"x must be one chain's state, shape ({target.dim},), got {x.shape}")
+    if grad.shape != x.shape:
+        raise ValueError(f"grad must have the shape of x, {x.shape}, got {grad.shape}")
+    require_number(logp, "logp", finite=False)
+    require_positive_scalar(step_size, "step_size")
+    require_int(max_tree_depth, "max_tree_depth", minimum=0)
+    require_positive_scalar(delta_max, "delta_max")
+    return x, grad
 
 
 class SliceNUTS(NUTS):
