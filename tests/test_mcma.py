@@ -471,3 +471,28 @@ def test_planted_freeze_bug_is_caught(name, tmp_path):
     original, mutant = FREEZE_MUTATIONS[name]
     assert_mutation_caught(tmp_path, "mcmc_lib/methods/mcma.py", original, mutant, "test_mcma.py",
                            "test_freeze_average_freezes_at_the_window_average")
+
+
+# --------------------------------------------------------------------------------------------
+# The mixing of x_1 at the chapter's run length (book/mcma.md, eq-mcma-tau)
+# --------------------------------------------------------------------------------------------
+def test_tau_from_per_run_means_is_right_where_geyer_per_run_is_not():
+    """The chapter estimates the autocorrelation time of x_1 from the spread of independent runs' means,
+    tau_hat = N mean(xbar^2) / var (true mean 0), because Geyer's ESS of one run of N = 5000 draws
+    overstates the ESS where tau is a quarter of N. On AR(1) chains with tau = 1250 (as x_1's on pi_4),
+    started in equilibrium: tau_hat matches the exact N var(xbar) of a run within its Monte Carlo error,
+    and Geyer's per-run ESS is well above N / that (about twice)."""
+    n_runs, n, tau = 400, 5000, 1250.0
+    rho = (tau - 1) / (tau + 1)
+    rng = np.random.default_rng(20171106)
+    x = np.empty((n_runs, n))
+    x[:, 0] = rng.standard_normal(n_runs)
+    noise = math.sqrt(1 - rho**2) * rng.standard_normal((n_runs, n))
+    for t in range(1, n):
+        x[:, t] = rho * x[:, t - 1] + noise[:, t]
+    exact = tau - 2 * rho * (1 - rho**n) / (n * (1 - rho) ** 2)         # N var(xbar) of a run, exactly
+    per_run = n * x.mean(axis=1) ** 2
+    tau_hat = per_run.mean()
+    assert abs(tau_hat - exact) < 4 * per_run.std(ddof=1) / math.sqrt(n_runs)
+    geyer = np.mean([diagnostics.geyer_ess_1d(chain, "arviz") for chain in x])
+    assert geyer > 1.5 * n / exact
