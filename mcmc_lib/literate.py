@@ -63,7 +63,10 @@ def export(book_dir: Path = BOOK_DIR, methods_dir: Path = METHODS_DIR) -> list[P
     methods_dir.mkdir(parents=True, exist_ok=True)
     plan = planned_modules(book_dir, methods_dir)
     for path, text in plan.items():
-        path.write_text(text)
+        # unchanged modules are left alone: a rewrite would mark them edited (make verify-code refuses a
+        # record whose module changed on disk while it ran)
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
     for stale in _generated_modules(methods_dir):
         if stale not in plan:
             stale.unlink()
