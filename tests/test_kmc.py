@@ -2,6 +2,8 @@
 fitted gradient against a Gaussian's score, the online Cholesky updates against a batch fit,
 exactness of KMC and KAMH with adaptation stopped, recycling of pseudo-marginal estimates (a planted
 re-estimation is caught), the GP importance-sampling estimator, the ABC simulator, bad input."""
+import re
+
 import autograd
 import autograd.numpy as anp
 import numpy as np
@@ -452,7 +454,9 @@ def test_non_finite_densities_are_rejections():
 
     rng = np.random.default_rng(22)
     target = HalfPlane(2)
-    surrogate = K.LiteSurrogate(4, 2, 30, 1.0, 0.1)   # unfitted: zero gradient, a random walk
+    surrogate = K.LiteSurrogate(4, 2, 30, 1.0, 0.1)
+    for c in range(4):                                # fitted to a Gaussian that straddles the edge x_1 = 0
+        surrogate.set_basis(c, 0.5 + rng.standard_normal((30, 2)))
     sampler = K.KMC(target, surrogate, (0.3, 0.6), (1, 3))
     result = run(sampler, np.full((4, 2), 0.5), n_warmup=0, n_samples=500, rng=rng)
     assert np.all(result.samples[..., 0] > 0) and np.all(np.isfinite(result.logp))
@@ -488,3 +492,133 @@ def test_surrogate_fitted_to_a_narrow_history_is_steep_and_rejects_more():
         log_ratio = (target.logp(q) - 0.5 * np.sum(p**2, axis=1)) - (target.logp(points) - 0.5 * np.sum(p0**2, axis=1))
         accept[name] = np.minimum(1.0, np.exp(log_ratio))
     assert accept["narrow"].mean() < accept["bench"].mean() - 0.3, accept
+
+
+# --------------------------------------------------------------------------------------------
+# issue 47: a surrogate never fitted, a chain count that does not match, a range that is not a pair
+# --------------------------------------------------------------------------------------------
+def test_a_surrogate_never_fitted_is_refused_not_run_as_kmc():
+    """Without warm-up nothing fits a LiteSurrogate: its gradient is zero and KMC would be a random walk
+    labelled KMC. The run is refused, naming the chains; with adaptation off it is refused at init."""
+    target = T.Gaussian(np.eye(2))
+    rng = np.random.default_rng(23)
+    sampler = K.KMC(target, K.LiteSurrogate(2, 2, 30, 1.0, 0.1), (0.2, 0.4), (1, 3))
+    with pytest.raises(ValueError, match=r"never fitted for chains \[0, 1\] and adapt\(\) was not called after the "
+                                         r"last step: KMC would run as a random walk under KMC's name"):
+        run(sampler, np.zeros((2, 2)), n_warmup=0, n_samples=10, rng=rng)
+    with pytest.raises(ValueError, match="adapt_surrogate=False"):
+        K.KMC(target, K.LiteSurrogate(2, 2, 30, 1.0, 0.1), (0.2, 0.4), (1, 3), adapt_surrogate=False).init(np.zeros((2, 2)))
+    finite = K.FiniteSurrogate([K.RandomFeatures.gaussian(rng, 2, 10, 1.0)], 0.1)
+    with pytest.raises(ValueError, match="FiniteSurrogate"):
+        run(K.KMC(target, finite, (0.2, 0.4), (1, 3)), np.zeros((1, 2)), n_warmup=0, n_samples=5, rng=rng)
+    # a warm-up that fits it: the run goes on after the warm-up, adaptation stopped
+    surrogate = K.LiteSurrogate(2, 2, 30, 1.0, 0.1, min_history=5)
+    sampler = K.KMC(target, surrogate, (0.2, 0.4), (1, 3), adapt_rng=np.random.default_rng(1))
+    result = run(sampler, np.zeros((2, 2)), n_warmup=60, n_samples=20, rng=rng)
+    assert np.all(surrogate.n_fits >= 1) and result.samples.shape[1] == 20
+    # a surrogate fitted before the run needs no warm-up (and HMC's true gradient is never "unfitted")
+    for c in range(2):
+        surrogate.set_basis(c, rng.standard_normal((30, 2)))
+    run(K.KMC(target, surrogate, (0.2, 0.4), (1, 3)), np.zeros((2, 2)), n_warmup=0, n_samples=5, rng=rng)
+    run(K.KMC(target, K.TrueGradient(target), (0.2, 0.4), (1, 3)), np.zeros((3, 2)), n_warmup=0, n_samples=5, rng=rng)
+
+
+def test_a_surrogate_built_for_other_chains_is_refused():
+    target = T.Gaussian(np.eye(2))
+    sampler = K.KMC(target, K.LiteSurrogate(2, 2, 30, 1.0, 0.1), (0.2, 0.4), (1, 3))
+    with pytest.raises(ValueError, match=r"x0 must have one row per chain: the LiteSurrogate was built for n_chains = 2, "
+                                         r"x0 has 3 rows"):
+        sampler.init(np.zeros((3, 2)))
+    finite = K.FiniteSurrogate([K.RandomFeatures.gaussian(np.random.default_rng(1), 2, 5, 1.0)] * 2, 0.1)
+    with pytest.raises(ValueError, match="FiniteSurrogate was built for n_chains = 2, x0 has 1 rows"):
+        K.KMC(target, finite, (0.2, 0.4), (1, 3)).init(np.zeros((1, 2)))
+
+
+@pytest.mark.parametrize("bad", [0.1, (0.1, 0.2, 0.3), (0.0, 0.1), (np.inf, 0.1), ("a", 0.1), (True, 0.1), (0.5, 0.1)])
+def test_step_size_range_must_be_a_pair_of_positive_numbers(bad):
+    match = (r"step_size_range must be a pair \(eps_min, eps_max\) of positive numbers, the first at most the "
+             rf"second, got {re.escape(repr(bad))} \(one fixed value: give it twice\)")
+    target = T.Gaussian(np.eye(2))
+    with pytest.raises(ValueError, match=match):
+        K.KMC(target, K.TrueGradient(target), bad, (1, 5))
+    with pytest.raises(ValueError, match=match):
+        K.HABC(K.SkewNormalABC(np.zeros(2), np.random.default_rng(1)), bad, 5)
+
+
+def test_n_steps_range_must_be_a_pair_of_positive_ints():
+    target = T.Gaussian(np.eye(2))
+    with pytest.raises(ValueError, match=r"n_steps_range must be a pair \(L_min, L_max\) of positive ints, .*got 5"):
+        K.KMC(target, K.TrueGradient(target), (0.1, 0.2), 5)
+    for bad in ((0, 5), (1.5, 5), (5, 1)):
+        with pytest.raises(ValueError, match="n_steps_range"):
+            K.KMC(target, K.TrueGradient(target), (0.1, 0.2), bad)
+    assert K.range_pair(np.array([2, 7]), "n_steps_range", integer=True) == (2, 7)
+
+
+# --------------------------------------------------------------------------------------------
+# cross-validation on a chain's history: blocked folds
+# --------------------------------------------------------------------------------------------
+def test_cv_folds_blocked_and_random():
+    blocked = K.cv_folds(11, 3, blocked=True)
+    assert [f.tolist() for f in blocked] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10]]
+    random = K.cv_folds(11, 3, np.random.default_rng(0))
+    assert sorted(np.concatenate(random).tolist()) == list(range(11)) and random[0].tolist() != [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="n must be at least n_folds"):
+        K.cv_folds(3, 5, blocked=True)
+
+
+def test_blocked_folds_do_not_reward_a_kernel_that_interpolates_an_autocorrelated_history():
+    """A slowly mixing chain's history (an AR(1) path with autocorrelation 0.99 whose stationary law is N(0, I)):
+    random folds put each state's neighbours on both sides of the split, so the held-out objective favours a
+    narrow kernel that interpolates between them; blocked folds score each block against the others, and the
+    kernel they choose is wider."""
+    rng = np.random.default_rng(24)
+    rho, n = 0.99, 400
+    x = np.zeros((n, 2))
+    for t in range(1, n):
+        x[t] = rho * x[t - 1] + np.sqrt(1 - rho**2) * rng.standard_normal(2)
+    sigmas = 2.0 ** np.arange(-6, 6)
+
+    def chosen(blocked):
+        values = [K.cv_objective_lite(x, s, 1e-3, np.random.default_rng(1), blocked=blocked) for s in sigmas]
+        return sigmas[int(np.argmin(values))]
+
+    assert chosen(blocked=True) >= 8 * chosen(blocked=False), (chosen(True), chosen(False))
+
+
+def test_lite_surrogate_learns_with_blocked_folds_in_time_order(monkeypatch):
+    seen = []
+    real = K.cv_objective_lite
+
+    def spy(X, sigma, lam, rng, n_folds=5, regulariser="code", blocked=False):
+        seen.append((X.copy(), blocked))
+        return real(X, sigma, lam, rng, n_folds, regulariser, blocked)
+
+    monkeypatch.setattr(K, "cv_objective_lite", spy)
+    history = np.cumsum(np.random.default_rng(25).standard_normal((300, 2)), axis=0)   # in time order
+    surrogate = K.LiteSurrogate(1, 2, 50, 1.0, 0.1, learn_size=60, learn_grid=(np.array([0.0, 2.0]), np.log([0.1])))
+    surrogate.learn(0, history, np.random.default_rng(2))
+    data, blocked = seen[0]
+    assert blocked and len(data) == 60 and surrogate.n_fits[0] == 1
+    rows = [int(np.flatnonzero(np.all(history == row, axis=1))[0]) for row in data]
+    assert rows == sorted(rows) and rows[0] == 0 and rows[-1] == 299      # evenly through the whole history
+
+
+# --------------------------------------------------------------------------------------------
+# the random-walk baseline's scale rule
+# --------------------------------------------------------------------------------------------
+def test_random_walk_scale_rule_and_exactness():
+    """log s2 <- log s2 + a_t (alpha - 0.234), as KAMH's nu^2; with the rule off it is plain random-walk
+    Metropolis and samples its target."""
+    target = T.Gaussian(np.array([[1.0, 0.3], [0.3, 2.0]]))
+    sampler = K.RandomWalk(target, 1.0)
+    state = sampler.init(np.zeros((2, 2)))
+    prob = np.array([0.5, 0.1])
+    sampler.adapt(state, StepInfo(prob > 0.3, prob, np.zeros(2, dtype=bool)), 8)
+    np.testing.assert_allclose(sampler.s2, np.exp((prob - 0.234) / 3.0), rtol=1e-14)
+    with pytest.raises(ValueError, match="s2"):
+        K.RandomWalk(target, -1.0)
+    rng = np.random.default_rng(26)
+    result = run(K.RandomWalk(target, 2.0, adapt_scale=False), target.sample(rng, 8), n_warmup=0, n_samples=4000,
+                 rng=rng)
+    assert_moments_match(result.samples, target.mean, target.cov)

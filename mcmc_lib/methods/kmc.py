@@ -206,10 +206,21 @@ class OnlineFiniteEstimator:
         return self.L @ self.L.T, self.b
 
 
-def cv_objective_lite(X, sigma: float, lam: float, rng, n_folds: int = 5, regulariser: str = "code") -> float:
-    """Mean held-out score-matching objective of KMC lite over n_folds folds (lower is better)."""
+def cv_folds(n: int, n_folds: int, rng=None, blocked: bool = False) -> list:
+    """Index sets of n_folds folds of n points: contiguous blocks in order (blocked), else a random partition."""
+    n, n_folds = require_int(n, "n", minimum=1), require_int(n_folds, "n_folds", minimum=2)
+    if n < n_folds:
+        raise ValueError(f"n must be at least n_folds = {n_folds} to make the folds, got {n}")
+    if blocked:
+        return np.array_split(np.arange(n), n_folds)
+    return np.array_split(require_rng(rng).permutation(n), n_folds)
+
+
+def cv_objective_lite(X, sigma: float, lam: float, rng, n_folds: int = 5, regulariser: str = "code",
+                      blocked: bool = False) -> float:
+    """Mean held-out score-matching objective of KMC lite over n_folds folds (cv_folds; lower is better)."""
     X = check_points(X, "X", min_points=n_folds)
-    folds = np.array_split(rng.permutation(len(X)), n_folds)
+    folds = cv_folds(len(X), n_folds, rng, blocked)
     values = []
     for k in range(n_folds):
         train = np.concatenate([f for j, f in enumerate(folds) if j != k])
@@ -220,11 +231,12 @@ def cv_objective_lite(X, sigma: float, lam: float, rng, n_folds: int = 5, regula
     return float(np.mean(values))
 
 
-def cv_objective_finite(X, features: RandomFeatures, lam: float, rng, n_folds: int = 5) -> float:
+def cv_objective_finite(X, features: RandomFeatures, lam: float, rng, n_folds: int = 5,
+                        blocked: bool = False) -> float:
     """Mean held-out objective of KMC finite: b and C on the test fold (the [KEF] objective(X) bug,
     which scores the training statistics, is not reproduced)."""
     X = check_points(X, "X", features.dim, min_points=n_folds)
-    folds = np.array_split(rng.permutation(len(X)), n_folds)
+    folds = cv_folds(len(X), n_folds, rng, blocked)
     values = []
     for k in range(n_folds):
         train = np.concatenate([f for j, f in enumerate(folds) if j != k])
@@ -283,7 +295,7 @@ class TrueGradient:
 class LiteSurrogate:
     """One KMC-lite model per chain: basis Z (n_chains, n_basis, d) (rows beyond a chain's n_c have
     alpha = 0), alpha (n_chains, n_basis), sigma and lambda per chain. Before the first fit grad = 0,
-    so KMC is a random walk with steps eps L p."""
+    so KMC is a random walk with steps eps L p (n_fits counts each chain's fits)."""
 
     def __init__(self, n_chains: int, dim: int, n_basis: int, sigma, lam, regulariser: str = "code",
                  min_history: int = 20, learn_grid=None, learn_size: int = 200):
@@ -317,16 +329,12 @@ class LiteSurrogate:
             self.set_basis(c, self._subsample(history, rng))
 
     def learn(self, c, history, rng):
-        """Choose (sigma, lambda) for chain c by 5-fold CV of the score-matching objective on a
-        subsample of learn_size distinct history points, then refit on a fresh subsample of n_basis."""
+        """Choose (sigma, lambda) for chain c by 5-fold CV, blocked folds, on learn_size states taken evenly
+        through its history in time order; then refit on a fresh subsample of n_basis."""
         if len(history) < self.min_history:
             return
-        unique = np.unique(history, axis=0)       # repeats after rejections would leak across the folds
-        if len(unique) < 10:
-            return
-        data = unique[rng.choice(len(unique), size=min(self.learn_size, len(unique)), replace=False)]
-        seed = rng.integers(2**31)
-        objective = lambda s, l: cv_objective_lite(data, s, l, np.random.default_rng(seed), 5, self.regulariser)  # noqa: E731
+        data = history[np.unique(np.linspace(0, len(history) - 1, min(self.learn_size, len(history))).astype(int))]
+        objective = lambda s, l: cv_objective_lite(data, s, l, None, 5, self.regulariser, blocked=True)  # noqa: E731
         self.sigma[c], self.lam[c], _ = select_sigma_lambda(objective, *self.learn_grid, n_nelder_mead=8)
         self.set_basis(c, self._subsample(history, rng))
 
@@ -348,12 +356,16 @@ class FiniteSurrogate:
         self.phases = np.stack([f.phases for f in self.features])       # (C, m)
         self.theta = np.zeros_like(self.phases)
         self.online = [OnlineFiniteEstimator(f, l) for f, l in zip(self.features, self.lam)]
+        self.n_chains = len(self.features)
+        self.n_fits = np.zeros(self.n_chains, dtype=int)
 
     def fit(self, c: int, X):
         self.theta[c] = fit_finite(self.features[c], X, self.lam[c])
+        self.n_fits[c] += 1
 
     def adapt(self, c, history, x, rng):
         self.theta[c] = self.online[c].update(x).theta
+        self.n_fits[c] += 1
 
     def learn(self, c, history, rng):
         pass
@@ -361,6 +373,17 @@ class FiniteSurrogate:
     def grad(self, x):
         S = np.sin((x[:, None, :] @ self.omega)[:, 0] + self.phases)                       # (C, m)
         return -np.sqrt(2.0 / self.omega.shape[2]) * (self.omega @ (S * self.theta)[:, :, None])[:, :, 0]
+
+
+def range_pair(value, name: str, labels=("min", "max"), integer: bool = False):
+    """(low, high), 0 < low <= high, from a pair of numbers (of ints with integer=True); else ValueError."""
+    ok = np.ndim(value) == 1 and len(value) == 2 and all(
+        isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+        and np.isfinite(v) and v > 0 and (not integer or int(v) == v) for v in value)
+    if not ok or value[0] > value[1]:
+        raise ValueError(f"{name} must be a pair ({labels[0]}, {labels[1]}) of positive {'ints' if integer else 'numbers'}"
+                         f", the first at most the second, got {value!r} (one fixed value: give it twice)")
+    return (int(value[0]), int(value[1])) if integer else (float(value[0]), float(value[1]))
 
 
 def surrogate_leapfrog(grad, q, p, step_size, n_steps):
@@ -386,6 +409,9 @@ class KMC(Sampler):
     mcmc_lib.harness.run during warm-up only, or every iteration for vanishing adaptation) updates the
     surrogate with probability a_t, optionally the step-size range, and learns (sigma, lambda) at
     the iterations in learn_at.
+
+    A kernel surrogate never fitted (zero gradient: a random walk under KMC's name) is refused, at init
+    when nothing adapts it, else at a second step without adapt() in between.
     """
 
     name = "KMC"
@@ -395,12 +421,8 @@ class KMC(Sampler):
                  schedule=sqrt_schedule, adapt_surrogate: bool = True, adapt_step_size: bool = False,
                  target_accept: float = 0.6, learn_at=()):
         super().__init__(target)
-        lo, hi = (float(v) for v in step_size_range)
-        if not (np.isfinite(lo) and np.isfinite(hi) and 0 < lo <= hi):
-            raise ValueError(f"step_size_range must be 0 < eps_min <= eps_max, got {step_size_range!r}")
-        l_lo, l_hi = (require_int(v, "n_steps_range", minimum=1) for v in n_steps_range)
-        if l_lo > l_hi:
-            raise ValueError(f"n_steps_range must have L_min <= L_max, got {n_steps_range!r}")
+        lo, hi = range_pair(step_size_range, "step_size_range", ("eps_min", "eps_max"))
+        l_lo, l_hi = range_pair(n_steps_range, "n_steps_range", ("L_min", "L_max"), integer=True)
         self.surrogate = surrogate
         self.initial_log_range = np.log([lo, hi])
         self.n_steps_range = (l_lo, l_hi)
@@ -412,16 +434,34 @@ class KMC(Sampler):
         self.name = "HMC" if isinstance(surrogate, TrueGradient) else "KMC"
 
     def init(self, x0):
+        n_surrogate = getattr(self.surrogate, "n_chains", None)
+        n_x0 = np.shape(x0)[0] if np.ndim(x0) == 2 else 1
+        if n_surrogate is not None and n_x0 != n_surrogate:
+            raise ValueError(f"x0 must have one row per chain: the {type(self.surrogate).__name__} was built for "
+                             f"n_chains = {n_surrogate}, x0 has {n_x0} rows")
         state = super().init(x0)
         self.log_range = np.tile(self.initial_log_range, (state.x.shape[0], 1))
         self.history = [state.x.copy()]
+        self._steps_since_adapt = 0
+        if not self.adapt_surrogate:
+            self._refuse_unfitted("adapt_surrogate=False")
         return state
+
+    def _refuse_unfitted(self, why: str):
+        unfitted = np.flatnonzero(np.asarray(getattr(self.surrogate, "n_fits", 1)) == 0).tolist()
+        if unfitted:
+            raise ValueError(f"the surrogate ({type(self.surrogate).__name__}) was never fitted for chains {unfitted} "
+                             f"and {why}: KMC would run as a random walk under KMC's name. Fit it first "
+                             "(set_basis, fit) or warm up with adaptation")
 
     def _current_logp(self, state):
         """The cached estimate of log pi at the current states: recycled, never recomputed."""
         return state.logp
 
     def step(self, rng, state):
+        if self._steps_since_adapt:
+            self._refuse_unfitted("adapt() was not called after the last step")
+        self._steps_since_adapt += 1
         n_chains, dim = state.x.shape
         p0 = rng.standard_normal((n_chains, dim))
         bounds = np.exp(self.log_range)
@@ -442,6 +482,7 @@ class KMC(Sampler):
 
     def adapt(self, state, info, iteration):
         t = int(iteration)
+        self._steps_since_adapt = 0
         self.history.append(state.x.copy())
         a_t = self.schedule(t)
         if self.adapt_step_size:
@@ -555,6 +596,39 @@ class KAMH(Sampler):
 
     def tuning(self):
         return {"nu2": self.nu2.copy(), "sigma": self.sigma.copy()}
+
+
+class RandomWalk(Sampler):
+    """Random-walk Metropolis N(y, s2 I); with adapt_scale, log s2 follows a_t (alpha_t - target_accept)."""
+
+    name = "RW"
+
+    def __init__(self, target, s2: float, schedule=sqrt_schedule, target_accept: float = 0.234,
+                 adapt_scale: bool = True):
+        super().__init__(target)
+        self.initial_s2 = float(require_positive(s2, "s2"))
+        self.schedule, self.target_accept, self.adapt_scale = schedule, float(target_accept), bool(adapt_scale)
+
+    def init(self, x0):
+        state = super().init(x0)
+        self.s2 = np.full(state.x.shape[0], self.initial_s2)
+        return state
+
+    def step(self, rng, state):
+        C, d = state.x.shape
+        y = state.x + np.sqrt(self.s2)[:, None] * rng.standard_normal((C, d))
+        logp_y = self.target.logp(y)
+        with np.errstate(over="ignore", invalid="ignore"):
+            log_ratio = logp_y - state.logp
+        accepted, prob, nonfinite = metropolis_hastings_accept(log_ratio, rng.uniform(size=C))
+        return accept_proposals(state, ChainState(y, logp_y), accepted), StepInfo(accepted, prob, nonfinite)
+
+    def adapt(self, state, info, iteration):
+        if self.adapt_scale:
+            self.s2 *= np.exp(self.schedule(int(iteration)) * (info.accept_prob - self.target_accept))
+
+    def tuning(self):
+        return {"s2": self.s2.copy()}
 
 
 def run_chains(sampler, x0, n_iter: int, rng, adapt: bool = True):
@@ -713,7 +787,7 @@ class HABC(Sampler):
     def __init__(self, model: SkewNormalABC, step_size_range, n_steps: int, n_synthetic: int = 10,
                  spsa_c: float = 5.0, diverged: float = 1e4):
         super().__init__(model)
-        self.step_size_range = tuple(float(v) for v in step_size_range)
+        self.step_size_range = range_pair(step_size_range, "step_size_range", ("eps_min", "eps_max"))
         self.n_steps = require_int(n_steps, "n_steps", minimum=1)
         self.n_synthetic = require_int(n_synthetic, "n_synthetic", minimum=2)
         self.spsa_c = float(require_positive(spsa_c, "spsa_c"))
