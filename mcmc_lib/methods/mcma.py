@@ -13,7 +13,7 @@ import numpy as np
 
 from mcmc_lib.samplers.base import (ChainState, Sampler, StepInfo, accept_proposals,
                                     metropolis_hastings_accept, per_chain)
-from mcmc_lib.validation import (require_int, require_positive, require_positive_definite,
+from mcmc_lib.validation import (float_array, require_int, require_positive, require_positive_definite,
                                  require_probability)
 
 
@@ -31,7 +31,7 @@ def _random_walk(sampler, rng, state, factor, scale):
 
 
 def _square_matrix(matrix, dim, name):
-    matrix = np.asarray(matrix, dtype=float)
+    matrix = float_array(matrix, name)
     if matrix.shape != (dim, dim):
         raise ValueError(f"{name} must have shape ({dim}, {dim}), got {matrix.shape}")
     require_positive_definite(matrix, name)
@@ -79,6 +79,7 @@ def cma_constants(dim, target_success=ONE_FIFTH_TARGET):
 def success_rule(sigma, success_rate, success, target_success, smoothing, damping):
     """The smoothed success rate and then the step size with the new rate, per chain.
     sigma, success_rate: (n_chains,); success: bool (n_chains,). Returns (sigma, success_rate)."""
+    _check_success_arguments(sigma, success_rate, success, target_success, smoothing, damping)
     success_rate = (1 - smoothing) * success_rate + smoothing * success
     sigma = sigma * np.exp((success_rate - target_success) / (damping * (1 - target_success)))
     return sigma, success_rate
@@ -90,6 +91,8 @@ def cma_covariance_update(cov, path, step, success_rate, path_rate, cov_rate, st
     cov (n, d, d), path and step (n, d), step = (x* - x) / sigma the unscaled step; success_rate
     (n,) is the already updated p-bar, which selects the normal or the stall branch.
     Returns (cov, path)."""
+    _check_stack(cov, {"path": path, "step": step}, {"success_rate": success_rate},
+                 {"path_rate": path_rate, "cov_rate": cov_rate, "stall_threshold": stall_threshold})
     stalled = success_rate >= stall_threshold
     variance_kept = path_rate * (2 - path_rate)
     path = (1 - path_rate) * path + np.where(stalled[:, None], 0.0, np.sqrt(variance_kept) * step)
@@ -102,10 +105,63 @@ def normalise_determinant(cov, path, sigma):
     """(sigma, C, p_c) -> (s sigma, C / s^2, p_c / s) with s = det(C)^(1/2d), per chain, so that
     det C = 1 and its Cholesky factor Q has det Q = 1. The proposal sigma Q z is unchanged.
     cov (n, d, d), path (n, d), sigma (n,). Returns (cov, chol, path, sigma)."""
+    _check_stack(cov, {"path": path}, {"sigma": sigma}, {})
     chol = np.linalg.cholesky(cov)
     dim = cov.shape[-1]
     s = np.exp(np.log(np.diagonal(chol, axis1=-2, axis2=-1)).sum(axis=-1) / dim)
     return cov / s[:, None, None] ** 2, chol / s[:, None, None], path / s[:, None], sigma * s
+
+
+# Argument checks of the update functions (mcmc_lib.validation): a wrong call fails at the call, naming the
+# argument, its value and what is expected. The samplers call them at every adaptation with their own arrays,
+# which pass the first, cheap test; only another caller's arguments get the rest.
+from mcmc_lib.validation import require_number, wrong_type
+
+
+def _array_of_shape(value, name, shape, what):
+    arr = float_array(value, name)
+    if not isinstance(value, np.ndarray):
+        raise wrong_type(name, f"a numpy array of shape {what}", value)
+    if arr.shape != shape:
+        raise ValueError(f"{name} must have shape {what} = {shape}, got {arr.shape}")
+
+
+def _check_stack(stack, per_row, per_chain, numbers, stack_name="cov"):
+    """A stack of matrices (n, d, d), arrays ``per_row`` of shape (n, d), ``per_chain`` of shape (n,) and
+    real ``numbers``."""
+    if (type(stack) is np.ndarray and stack.ndim == 3
+            and all(type(v) is np.ndarray and v.shape == stack.shape[:2] for v in per_row.values())
+            and all(type(v) is np.ndarray and v.shape == stack.shape[:1] for v in per_chain.values())
+            and all(type(v) is float for v in numbers.values())):
+        return
+    arr = float_array(stack, stack_name)
+    if not isinstance(stack, np.ndarray) or arr.ndim != 3 or arr.shape[1] != arr.shape[2]:
+        raise ValueError(f"{stack_name} must be a numpy array of one d x d matrix per chain, shape (n_chains, d, d), "
+                         f"got {type(stack).__name__} of shape {arr.shape}")
+    for name, value in per_row.items():
+        _array_of_shape(value, name, arr.shape[:2], f"(n_chains, d), as {stack_name}")
+    for name, value in per_chain.items():
+        _array_of_shape(value, name, arr.shape[:1], "(n_chains,)")
+    for name, value in numbers.items():
+        require_number(value, name)
+
+
+def _check_success_arguments(sigma, success_rate, success, target_success, smoothing, damping):
+    if (type(sigma) is np.ndarray and sigma.ndim == 1 and type(success_rate) is np.ndarray
+            and type(success) is np.ndarray and success.dtype == bool
+            and sigma.shape == success_rate.shape == success.shape
+            and type(target_success) is float and type(smoothing) is float and type(damping) is float):
+        return
+    n = np.shape(float_array(sigma, "sigma"))
+    if not isinstance(sigma, np.ndarray) or len(n) != 1:
+        raise ValueError(f"sigma must be a numpy array of one step size per chain, shape (n_chains,), got {n}")
+    _array_of_shape(success_rate, "success_rate", n, "(n_chains,), as sigma")
+    if not isinstance(success, np.ndarray) or success.dtype != bool:
+        raise wrong_type("success", "a numpy array of booleans (the accept indicators), shape (n_chains,)", success)
+    if success.shape != n:
+        raise ValueError(f"success must have shape (n_chains,) = {n}, as sigma, got {success.shape}")
+    for name, value in (("target_success", target_success), ("smoothing", smoothing), ("damping", damping)):
+        require_number(value, name)
 
 
 class ConstantAdaptation(Sampler):
@@ -167,6 +223,9 @@ class _AdaptiveRandomWalk(Sampler):
         self.initial_cov = _square_matrix(np.eye(dim) if initial_cov is None else initial_cov, dim,
                                           "initial_cov")
         self.initial_scale = require_positive(initial_scale, "initial_scale")
+        if np.ndim(initial_scale) > 1:
+            raise ValueError(f"initial_scale must be a number or one per chain (n_chains,), got shape "
+                             f"{np.shape(initial_scale)}")
         if not isinstance(constant_adaptation, (bool, np.bool_)):
             raise ValueError(f"constant_adaptation must be True or False, got {constant_adaptation!r}")
         self.constant_adaptation = bool(constant_adaptation)
@@ -310,6 +369,7 @@ def gaa_constants(dim, hitting_probability=1 / math.e):
 def gaa_shape_update(shape, z, cov_rate):
     """Q <- Q dQ / det(dQ)^(1/d) with dQ = sqrt((1 - l) I + l z z^T) in closed form, per chain.
     shape (n, d, d) with det 1, z (n, d). Returns the new shape, again with det 1."""
+    _check_stack(shape, {"z": z}, {}, {"cov_rate": cov_rate}, stack_name="shape")
     dim = z.shape[1]
     norm_sq = np.maximum(np.einsum("ni,ni->n", z, z), np.finfo(float).tiny)
     across = math.sqrt(1 - cov_rate)
