@@ -139,6 +139,30 @@ def layout_problems(stats: dict) -> list[str]:
     return found
 
 
+README = Path(__file__).resolve().parent.parent / "README.md"
+README_COUNTS = re.compile(r"(\d+) claims are (\d+) reproduced, (\d+) not reproduced, (\d+) inconclusive and "
+                           r"(\d+) not run here".replace(" ", r"\s+"))      # the README wraps its lines
+SCOREBOARD_COUNTS = re.compile(r"<code[^>]*>(?:<span[^>]*>)?default(?:</span>)?</code></strong>, (\d+) claims: "
+                               r"(\d+) reproduced, (\d+) not reproduced, (\d+) inconclusive, (\d+) not run here")
+
+
+def readme_problems(scoreboard_html: str, readme_text: str) -> list[str]:
+    """The README tells newcomers the default build's counts: they must be the scoreboard's (a default
+    build only; other profiles' counts differ by design)."""
+    built = SCOREBOARD_COUNTS.search(scoreboard_html)
+    if built is None:
+        return []
+    told = README_COUNTS.search(readme_text)
+    if told is None:
+        return ["README.md no longer states the default build's counts as 'N claims are a reproduced, b not "
+                "reproduced, c inconclusive and d not run here'"]
+    if told.groups() != built.groups():
+        return [f"README.md says {told.group(0)!r}; the default build's scoreboard counts "
+                f"{built.group(1)} claims: {', '.join(built.groups()[1:])} (reproduced, not reproduced, "
+                "inconclusive, not run here): update the README"]
+    return []
+
+
 def main(html_dir: str) -> int:
     root = Path(html_dir)
     problems = []
@@ -165,6 +189,9 @@ def main(html_dir: str) -> int:
             problems.append(f"{page.relative_to(root)}: no downloadable notebook at {notebook.relative_to(root)}")
         elif is_notebook:
             problems.extend(f"{notebook.relative_to(root)}: {p}" for p in notebook_problems(notebook))
+    scoreboard = root / "book" / "scoreboard.html"
+    if scoreboard.exists():
+        problems.extend(readme_problems(scoreboard.read_text(errors="replace"), README.read_text()))
     archive = root / "_downloads" / "adaptive-mcmc-source.tar.gz"
     if not archive.exists():
         problems.append(f"{archive.relative_to(root)} is missing: readers could not get the sources")

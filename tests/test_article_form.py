@@ -211,3 +211,15 @@ def test_a_group_of_per_cell_claims_is_one_row_with_its_outcome_counts():
     assert '2&nbsp;<span class="claim-badge claim-reproduced">' in text and "1&nbsp;<span class=\"claim-badge claim-inconclusive" in text
     assert text.index("before") < text.index("Figure 2 cells") < text.index("after")
     assert claims.claims_html("demo", rows).count("<tr>") == 1 + 5      # the full table keeps every claim
+
+
+def test_the_readme_counts_must_be_the_default_scoreboards():
+    scoreboard = ('<p><strong>Profile <code class="docutils literal notranslate"><span class="pre">default</span>'
+                  "</code></strong>, 12 claims: 7 reproduced, 2 not reproduced, 1 inconclusive, 2 not run here.</p>")
+    readme = "the book's 12 claims are 7 reproduced, 2 not\nreproduced, 1 inconclusive and 2 not run here; the"
+    assert check_html.readme_problems(scoreboard, readme) == []
+    stale = readme.replace("7 reproduced", "8 reproduced")
+    assert "update the README" in check_html.readme_problems(scoreboard, stale)[0]
+    assert "no longer states" in check_html.readme_problems(scoreboard, "no counts here")[0]
+    smoke = scoreboard.replace(">default<", ">smoke<")
+    assert check_html.readme_problems(smoke, stale) == []          # other profiles' counts differ by design
