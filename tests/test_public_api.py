@@ -23,8 +23,8 @@ where a check would cost time, and the sampler that builds them checked its inpu
 argument value is valid.
 
 **What is pending** (``PENDING``): cases that do not fail clearly yet, in modules whose fixes belong to other work
-this session (the exported methods of the kmc and mamba chapters, ``mcmc_lib.methods.kmc`` /
-``mamba``, which are edited through those chapters), each with the failure seen. They run as strict expected failures: a
+this session (the exported methods of the mamba chapter, ``mcmc_lib.methods.mamba``, which is edited through
+that chapter), each with the failure seen. They run as strict expected failures: a
 pending case that starts failing clearly fails ``test_wrong_call_fails_clearly`` until it is taken off the list, so
 the list cannot go stale. The list is to be emptied before the work is committed.
 """
@@ -593,50 +593,6 @@ def _no_parameters(obj) -> bool:
 # Cases that do not fail clearly yet, in modules whose fixes belong to other work this session:
 # {"<qualified name>::<shape|type>": what the call does now}. Emptied before committing (module docstring).
 PENDING: dict[str, str] = {
-    'mcmc_lib.methods.kmc.FiniteSurrogate::shape': "TypeError: object of type 'RandomFeatures' has no len()",
-    'mcmc_lib.methods.kmc.FiniteSurrogate::type': "AttributeError: 'int' object has no attribute 'omega'",
-    'mcmc_lib.methods.kmc.GPClassificationPosterior::type': "returned GPClassificationPosterior 'GPClassificationPosterior(name=3, dim=2)' without an error",
-    'mcmc_lib.methods.kmc.KAMH::type': "ValueError: could not convert string to float: 'a'",
-    'mcmc_lib.methods.kmc.KMC::type': "returned KMC '<mcmc_lib.methods.kmc.KMC object>' without an error",
-    'mcmc_lib.methods.kmc.LiteSurrogate::type': "returned LiteSurrogate '<mcmc_lib.methods.kmc.LiteSurrogate object>' without an error",
-    'mcmc_lib.methods.kmc.OnlineFiniteEstimator::shape': "TypeError: float() argument must be a string or a real number, not 'list'",
-    'mcmc_lib.methods.kmc.OnlineFiniteEstimator::type': "AttributeError: 'str' object has no attribute 'm'",
-    'mcmc_lib.methods.kmc.RandomFeatures::type': "ValueError: could not convert string to float: 'abc'",
-    'mcmc_lib.methods.kmc.RandomFeatures.gaussian::type': "TypeError: 'str' object cannot be interpreted as an integer",
-    'mcmc_lib.methods.kmc.RandomFeatures.rational_quadratic::type': "TypeError: unsupported operand type(s) for /: 'float' and 'str'",
-    'mcmc_lib.methods.kmc.RandomWalk::shape': "TypeError: float() argument must be a string or a real number, not 'list'",
-    'mcmc_lib.methods.kmc.RandomWalk::type': "ValueError: could not convert string to float: 'a'",
-    'mcmc_lib.methods.kmc.SkewNormalABC::shape': 'returned SkewNormalABC "SkewNormalABC(name=\'target\', dim=2)" without an error',
-    'mcmc_lib.methods.kmc.TrueGradient::shape': "returned TrueGradient '<mcmc_lib.methods.kmc.TrueGradient object>' without an error",
-    'mcmc_lib.methods.kmc.TrueGradient::type': "returned TrueGradient '<mcmc_lib.methods.kmc.TrueGradient object>' without an error",
-    'mcmc_lib.methods.kmc.check_points::type': "ValueError: could not convert string to float: 'abc'",
-    'mcmc_lib.methods.kmc.cholesky_rank_one_update::shape': 'ValueError: could not broadcast input array from shape (2,) into shape (1,)',
-    'mcmc_lib.methods.kmc.cholesky_rank_one_update::type': "AttributeError: 'str' object has no attribute 'shape'",
-    'mcmc_lib.methods.kmc.cv_objective_finite::type': "AttributeError: 'str' object has no attribute 'dim'",
-    'mcmc_lib.methods.kmc.finite_b_C::type': "AttributeError: 'str' object has no attribute 'dim'",
-    'mcmc_lib.methods.kmc.finite_grad::shape': 'ValueError: operands could not be broadcast together with shapes (20,4) (3,) ',
-    'mcmc_lib.methods.kmc.finite_grad::type': "AttributeError: 'str' object has no attribute 'm'",
-    'mcmc_lib.methods.kmc.finite_objective::shape': 'ValueError: matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc signature (n?,k),(k,m?)->(n?,m?) (size 4 is different from 3)',
-    'mcmc_lib.methods.kmc.finite_objective::type': "TypeError: can't multiply sequence by non-int of type 'float'",
-    'mcmc_lib.methods.kmc.gaussian_kernel::shape': 'ValueError: y must have shape (m, 2) for x of shape (20, 2), got (2, 3)',
-    'mcmc_lib.methods.kmc.gaussian_kernel::type': "TypeError: ufunc 'divide' not supported for the input types, and the inputs could not be safely coerced to any supported types according to the castin",
-    'mcmc_lib.methods.kmc.lite_b_C::shape': 'ValueError: y must have shape (m, 2) for x of shape (20, 2), got (2, 3)',
-    'mcmc_lib.methods.kmc.lite_b_C::type': "TypeError: ufunc 'divide' not supported for the input types, and the inputs could not be safely coerced to any supported types according to the castin",
-    'mcmc_lib.methods.kmc.lite_grad::shape': 'ValueError: operands could not be broadcast together with shapes (20,20) (3,) ',
-    'mcmc_lib.methods.kmc.lite_grad::type': "TypeError: ufunc 'divide' not supported for the input types, and the inputs could not be safely coerced to any supported types according to the castin",
-    'mcmc_lib.methods.kmc.lite_log_density::shape': 'ValueError: matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc signature (n?,k),(k,m?)->(n?,m?) (size 3 is different from 20)',
-    'mcmc_lib.methods.kmc.lite_log_density::type': "TypeError: ufunc 'divide' not supported for the input types, and the inputs could not be safely coerced to any supported types according to the castin",
-    'mcmc_lib.methods.kmc.lite_objective::shape': 'ValueError: matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc signature (n?,k),(k,m?)->(n?,m?) (size 2 is different from 3)',
-    'mcmc_lib.methods.kmc.lite_objective::type': "TypeError: can't multiply sequence by non-int of type 'float'",
-    'mcmc_lib.methods.kmc.median_sq_distance::shape': 'ValueError: x must have shape (n, d), got (3,)',
-    'mcmc_lib.methods.kmc.median_sq_distance::type': "ArgumentTypeError: x must be real numbers (not booleans, strings or complex numbers), got str 'abc'",
-    'mcmc_lib.methods.kmc.run_chains::type': "AttributeError: 'str' object has no attribute 'init'",
-    'mcmc_lib.methods.kmc.select_sigma_lambda::shape': "TypeError: 'float' object is not iterable",
-    'mcmc_lib.methods.kmc.select_sigma_lambda::type': "TypeError: 'int' object is not callable",
-    'mcmc_lib.methods.kmc.sqrt_schedule::shape': 'TypeError: can only concatenate list (not "float") to list',
-    'mcmc_lib.methods.kmc.sqrt_schedule::type': 'TypeError: can only concatenate str (not "float") to str',
-    'mcmc_lib.methods.kmc.surrogate_leapfrog::shape': 'ValueError: operands could not be broadcast together with shapes (3,3) (3,2) ',
-    'mcmc_lib.methods.kmc.surrogate_leapfrog::type': "TypeError: 'int' object is not callable",
     'mcmc_lib.methods.mamba.SGConfig::shape': 'returned SGConfig "SGConfig(sampler=\'sgld\', step_size=[0.1, 0.2], batch_size=5, n_leapfrog=1)" without an error',
     'mcmc_lib.methods.mamba.block_sizes::shape': "AttributeError: 'list' object has no attribute 'dim'",
     'mcmc_lib.methods.mamba.block_sizes::type': "AttributeError: 'str' object has no attribute 'dim'",
@@ -670,7 +626,7 @@ PENDING: dict[str, str] = {
 }
 
 # The modules whose pending cases other work this session fixes (see the module docstring).
-PENDING_ELSEWHERE = ("mcmc_lib.methods.kmc.", "mcmc_lib.methods.mamba.")
+PENDING_ELSEWHERE = ("mcmc_lib.methods.mamba.",)
 
 
 def all_cases():

@@ -14,12 +14,12 @@ from mcmc_lib.diagnostics import sq_distances
 from mcmc_lib.samplers.base import (ChainState, Sampler, StepInfo, accept_proposals, finite_rows,
                                     metropolis_hastings_accept, per_chain)
 from mcmc_lib.targets import Target
-from mcmc_lib.validation import as_batch, require_int, require_positive, require_rng
+from mcmc_lib.validation import as_batch, float_array, require_int, require_positive, require_rng, require_str
 
 
 def check_points(X, name: str, dim: int | None = None, min_points: int = 1) -> np.ndarray:
     """X as a finite float array (n, d); ValueError naming the argument otherwise."""
-    X = np.asarray(X, dtype=float)
+    X = float_array(X, name)
     if X.ndim != 2 or X.shape[0] < min_points or (dim is not None and X.shape[1] != dim):
         want = f"(n >= {min_points}, {dim if dim is not None else 'd'})"
         raise ValueError(f"{name} must have shape {want}, got {X.shape}")
@@ -30,12 +30,14 @@ def check_points(X, name: str, dim: int | None = None, min_points: int = 1) -> n
 
 def gaussian_kernel(X, Y, sigma: float) -> np.ndarray:
     """k(x, y) = exp(-||x - y||^2 / sigma) for all pairs, (n_X, n_Y)."""
+    _check_kernel_arguments(X, Y, sigma, ("X", "Y"))
     return np.exp(-sq_distances(X, Y) / sigma)
 
 
 def lite_b_C(Z, X, sigma: float):
     """b (n,) and C (n, n) of eq. (eq-kmc-lite-objective): the model f = sum_i alpha_i k(z_i, .) with
     basis Z (n, d), scored on points X (N, d). Costs O(d n^2 N)."""
+    _check_kernel_arguments(Z, X, sigma, ("Z", "X"))
     K = gaussian_kernel(Z, X, sigma)
     d = Z.shape[1]
     b = np.sum(K * ((2.0 / sigma) * sq_distances(Z, X) - d), axis=1)
@@ -45,6 +47,9 @@ def lite_b_C(Z, X, sigma: float):
 
 def lite_objective(alpha, b, C, sigma: float, n_points: int) -> float:
     """The empirical score-matching objective (eq-kmc-lite-objective), without the ridge."""
+    _check_quadratic_form(alpha, b, C, "alpha")
+    require_positive_scalar(sigma, "sigma")
+    require_int(n_points, "n_points", minimum=1)
     return float(2.0 / (n_points * sigma) * alpha @ b + 2.0 / (n_points * sigma**2) * alpha @ C @ alpha)
 
 
@@ -54,8 +59,7 @@ def fit_lite(Z, sigma: float, lam: float, regulariser: str = "code") -> np.ndarr
     Z = check_points(Z, "Z")
     require_positive(sigma, "sigma")
     require_positive(lam, "lam")
-    if regulariser not in ("code", "paper"):
-        raise ValueError(f"regulariser must be 'code' or 'paper', got {regulariser!r}")
+    require_str(regulariser, "regulariser", ("code", "paper"))
     b, C = lite_b_C(Z, Z, sigma)
     R = np.eye(len(Z)) if regulariser == "paper" else gaussian_kernel(Z, Z, sigma) + np.eye(len(Z))
     A = C + lam * R
@@ -68,24 +72,120 @@ def fit_lite(Z, sigma: float, lam: float, regulariser: str = "code") -> np.ndarr
 
 def lite_log_density(x, Z, alpha, sigma: float) -> np.ndarray:
     """f(x) = sum_i alpha_i k(z_i, x) at points x (N, d)."""
+    _check_lite_model(x, Z, alpha, sigma)
     return gaussian_kernel(np.atleast_2d(x), Z, sigma) @ alpha
 
 
 def lite_grad(x, Z, alpha, sigma: float) -> np.ndarray:
     """grad f(x) of eq. (eq-kmc-lite-model) at points x (N, d); O(n d) per point."""
+    _check_lite_model(x, Z, alpha, sigma)
     x = np.atleast_2d(x)
     Kw = gaussian_kernel(x, Z, sigma) * alpha
     return (2.0 / sigma) * (Kw @ Z - Kw.sum(axis=1)[:, None] * x)
+
+
+# Argument checks of this module's functions (mcmc_lib.validation): a wrong call fails at the call, naming
+# the argument, its value and what is expected. The fits and the samplers call the kernel, the models'
+# gradients, the leapfrog, the rank-one update and the schedule many times with their own arrays, which pass
+# the first, cheap test of each check; only another caller's arguments get the rest. No check converts or
+# copies an argument: each function computes with its arguments as it always did.
+from collections.abc import Iterable, Mapping
+
+from mcmc_lib.validation import (require_bool, require_callable, require_positive_scalar, require_probability,
+                                 require_sequence, require_target, wrong_type)
+
+
+def _float_arrays(*values) -> bool:
+    """Whether every value is a numpy array of floats (the fast paths' test)."""
+    return all(type(value) is np.ndarray and value.dtype.kind == "f" for value in values)
+
+
+def _is_width(sigma) -> bool:
+    """Whether sigma is a positive finite float (numpy's too), as the fits pass a kernel width."""
+    return isinstance(sigma, float) and 0.0 < sigma < np.inf
+
+
+def _points(value, name, dim=None, anchor=None):
+    """The shape (n, d) of the points ``value``; d = ``dim``, the coordinates of ``anchor``, when given."""
+    shape = float_array(value, name).shape
+    if dim is None and len(shape) != 2:
+        raise ValueError(f"{name} must have shape (n, d), one point per row, got {shape}")
+    if dim is not None and (len(shape) != 2 or shape[1] != dim):
+        raise ValueError(f"{name} must have shape (n, {dim}), one point per row with as many coordinates as "
+                         f"{anchor}, got {shape}")
+    return shape
+
+
+def _point_or_points(value, name, dim, anchor):
+    """x of a fitted model: points (N, d) or one point (d,), with as many coordinates as ``anchor``."""
+    shape = np.atleast_2d(float_array(value, name)).shape
+    if len(shape) != 2 or shape[1] != dim:
+        raise ValueError(f"{name} must be points (N, {dim}) or one point ({dim},), with as many coordinates as "
+                         f"{anchor}, got shape {np.shape(value)}")
+
+
+def _shaped(value, name, shape, why, numpy=False):
+    """``value`` as real numbers (a numpy array when ``numpy``) of ``shape``; ``why`` says why that shape."""
+    arr = float_array(value, name)
+    if numpy and not isinstance(value, np.ndarray):
+        raise wrong_type(name, f"a numpy array of shape {shape}, {why}", value)
+    if arr.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}, {why}, got {arr.shape}")
+    return arr
+
+
+def _check_kernel_arguments(first, second, sigma, names):
+    """gaussian_kernel's and lite_b_C's: two sets of points with one d, and a kernel width."""
+    if (_float_arrays(first, second) and first.ndim == second.ndim == 2 and first.shape[1] == second.shape[1]
+            and _is_width(sigma)):
+        return
+    dim = _points(first, names[0])[1]
+    _points(second, names[1], dim, names[0])
+    require_positive_scalar(sigma, "sigma")
+
+
+def _check_lite_model(x, Z, alpha, sigma):
+    """lite_log_density's and lite_grad's: x (N, d) or (d,), the basis Z (n, d), its weights alpha (n,) and
+    the kernel width."""
+    if (_float_arrays(x, Z, alpha) and Z.ndim == 2 and 1 <= x.ndim <= 2 and x.shape[-1] == Z.shape[1]
+            and alpha.shape == Z.shape[:1] and _is_width(sigma)):
+        return
+    n, dim = _points(Z, "Z")
+    _point_or_points(x, "x", dim, "Z")
+    _shaped(alpha, "alpha", (n,), "one weight per point of Z")
+    require_positive_scalar(sigma, "sigma")
+
+
+def _check_quadratic_form(weights, b, C, weights_name):
+    """The score-matching objectives': b (n,), C (n, n) and the weights (n,) (alpha or theta), a numpy array
+    (the objective multiplies them by a number, which would repeat a list)."""
+    b_shape = float_array(b, "b").shape
+    if len(b_shape) != 1:
+        raise ValueError(f"b must have shape (n,), got {b_shape}")
+    _shaped(C, "C", 2 * b_shape, "square, one row and column per entry of b")
+    _shaped(weights, weights_name, b_shape, "one weight per entry of b", numpy=True)
+
+
+def _check_grid(grid, name):
+    """A grid of the cross-validation: a non-empty list of finite log values."""
+    arr = float_array(grid, name)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty list of log values, got shape {arr.shape}: {grid!r}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must hold finite log values, got {grid!r}")
 
 
 class RandomFeatures:
     """phi(x) = sqrt(2/m) cos(Omega^T x + u), Omega (d, m), u (m,)."""
 
     def __init__(self, omega, phases):
-        self.omega = np.asarray(omega, dtype=float)
-        self.phases = np.asarray(phases, dtype=float)
-        if self.omega.ndim != 2 or self.phases.shape != (self.omega.shape[1],):
-            raise ValueError(f"omega must be (d, m) and phases (m,), got {self.omega.shape}, {self.phases.shape}")
+        self.omega = float_array(omega, "omega")
+        self.phases = float_array(phases, "phases")
+        if self.omega.ndim != 2:
+            raise ValueError(f"omega must have shape (d, m), one frequency per column, got {self.omega.shape}")
+        if self.phases.shape != (self.omega.shape[1],):
+            raise ValueError(f"phases must have shape (m,) = ({self.omega.shape[1]},), one per column of omega, "
+                             f"got {self.phases.shape}")
         self.dim, self.m = self.omega.shape
         self.c = np.sum(self.omega**2, axis=0)           # ||omega_j||^2
 
@@ -93,7 +193,8 @@ class RandomFeatures:
     def gaussian(cls, rng, dim: int, m: int, sigma: float):
         """Features of k(x, y) = exp(-||x - y||^2 / sigma): omega ~ N(0, (2 / sigma) I), eq. (eq-kmc-frequency-scale)."""
         require_rng(rng)
-        require_positive(sigma, "sigma")
+        dim = require_int(dim, "dim", minimum=1)
+        require_positive_scalar(sigma, "sigma")
         m = require_int(m, "m", minimum=1)
         return cls(np.sqrt(2.0 / sigma) * rng.standard_normal((dim, m)), rng.uniform(0, 2 * np.pi, m))
 
@@ -103,7 +204,10 @@ class RandomFeatures:
         scale 1/shape). coded=True is the authors' construction omega_j = (tau_j / 2) N(0, I); coded=False
         the textbook omega_j ~ N(0, tau_j I), the features of (1 + r^2 / (2 shape))^(-shape)."""
         require_rng(rng)
+        dim = require_int(dim, "dim", minimum=1)
         m = require_int(m, "m", minimum=1)
+        require_positive_scalar(shape, "shape")
+        require_bool(coded, "coded")
         tau = rng.gamma(shape, 1.0 / shape, size=m)
         z = rng.standard_normal((dim, m))
         omega = z * (tau / 2.0) if coded else z * np.sqrt(tau)
@@ -118,6 +222,7 @@ class RandomFeatures:
 
 def finite_b_C(features: RandomFeatures, X):
     """b (m,) and C (m, m) of eq. (eq-kmc-finite) on points X (N, d); O(N m^2 + d m^2)."""
+    _require_features(features)
     X = check_points(X, "X", features.dim)
     # At n = m = 16,000 (Figure 2) every (N, m) or (m, m) array is 2 GB, and allocating and filling one
     # costs seconds: the arguments Omega^T x + u are computed once for the cos of b and the sin of C,
@@ -136,6 +241,7 @@ def finite_b_C(features: RandomFeatures, X):
 
 def finite_objective(theta, b, C) -> float:
     """J(theta) = theta^T C theta / 2 - theta^T b (eq-kmc-finite), without the ridge."""
+    _check_quadratic_form(theta, b, C, "theta")
     return float(0.5 * theta @ C @ theta - theta @ b)
 
 
@@ -149,12 +255,14 @@ def fit_finite(features: RandomFeatures, X, lam: float) -> np.ndarray:
 
 def finite_grad(x, features: RandomFeatures, theta) -> np.ndarray:
     """grad f(x) = -sqrt(2/m) Omega (sin(Omega^T x + u) * theta) at points x (N, d); O(d m) per point."""
+    _check_finite_model(x, features, theta)
     x = np.atleast_2d(x)
     return -np.sqrt(2.0 / features.m) * (features.sin_part(x) * theta) @ features.omega.T
 
 
 def cholesky_rank_one_update(L, v):
     """In place: L L^T + v v^T = L' L'^T for lower-triangular L (m, m); O(m^2). v is overwritten."""
+    _check_rank_one_update(L, v)
     m = L.shape[0]
     for k in range(m):
         r = np.hypot(L[k, k], v[k])
@@ -172,8 +280,8 @@ class OnlineFiniteEstimator:
     system is (lam I + sum_{i >= 2} c(x_i)) / t, with b the plain running average of b(x_i)."""
 
     def __init__(self, features: RandomFeatures, lam: float):
-        require_positive(lam, "lam")
-        self.features, self.lam = features, float(lam)
+        _require_features(features)
+        self.features, self.lam = features, require_positive_scalar(lam, "lam")
         self.L = np.sqrt(self.lam) * np.eye(features.m)
         self.b = np.zeros(features.m)
         self.n = 0
@@ -206,6 +314,43 @@ class OnlineFiniteEstimator:
         return self.L @ self.L.T, self.b
 
 
+# Argument checks of the random-feature functions (as above). The online estimator calls
+# cholesky_rank_one_update d times per point with its own arrays, which pass the first test.
+def _require_features(features, name="features"):
+    """A RandomFeatures (RandomFeatures.gaussian or RandomFeatures.rational_quadratic makes one)."""
+    if not isinstance(features, RandomFeatures):
+        if isinstance(features, (list, tuple)):
+            raise ValueError(f"{name} must be one RandomFeatures, got a {type(features).__name__} of {len(features)}")
+        raise wrong_type(name, "RandomFeatures (RandomFeatures.gaussian or .rational_quadratic)", features)
+    return features
+
+
+def _check_finite_model(x, features, theta):
+    """finite_grad's: x (N, d) or (d,) and the weights theta (m,), for features of shape (d, m)."""
+    _require_features(features)
+    if (_float_arrays(x, theta) and 1 <= x.ndim <= 2 and x.shape[-1] == features.dim
+            and theta.shape == (features.m,)):
+        return
+    _point_or_points(x, "x", features.dim, "the features")
+    _shaped(theta, "theta", (features.m,), "one weight per feature")
+
+
+def _check_rank_one_update(L, v):
+    """cholesky_rank_one_update's: L (m, m) and v (m,), writeable float64 numpy arrays (both are overwritten)."""
+    if (type(L) is np.ndarray and type(v) is np.ndarray and L.dtype == v.dtype == np.float64 and v.ndim == 1
+            and L.shape == 2 * v.shape and L.flags.writeable and v.flags.writeable):
+        return
+    for name, value in (("L", L), ("v", v)):
+        if not isinstance(value, np.ndarray) or value.dtype != np.float64:
+            raise wrong_type(name, "a numpy array of float64 (it is updated in place)", value)
+        if not value.flags.writeable:
+            raise ValueError(f"{name} must be writeable: it is updated in place")
+    if L.ndim != 2 or L.shape[0] != L.shape[1]:
+        raise ValueError(f"L must be a square lower-triangular factor, shape (m, m), got {L.shape}")
+    if v.shape != L.shape[:1]:
+        raise ValueError(f"v must have shape (m,) = {L.shape[:1]}, as L, got {v.shape}")
+
+
 def cv_folds(n: int, n_folds: int, rng=None, blocked: bool = False) -> list:
     """Index sets of n_folds folds of n points: contiguous blocks in order (blocked), else a random partition."""
     n, n_folds = require_int(n, "n", minimum=1), require_int(n_folds, "n_folds", minimum=2)
@@ -219,6 +364,7 @@ def cv_folds(n: int, n_folds: int, rng=None, blocked: bool = False) -> list:
 def cv_objective_lite(X, sigma: float, lam: float, rng, n_folds: int = 5, regulariser: str = "code",
                       blocked: bool = False) -> float:
     """Mean held-out score-matching objective of KMC lite over n_folds folds (cv_folds; lower is better)."""
+    n_folds = require_int(n_folds, "n_folds", minimum=2)
     X = check_points(X, "X", min_points=n_folds)
     folds = cv_folds(len(X), n_folds, rng, blocked)
     values = []
@@ -235,6 +381,8 @@ def cv_objective_finite(X, features: RandomFeatures, lam: float, rng, n_folds: i
                         blocked: bool = False) -> float:
     """Mean held-out objective of KMC finite: b and C on the test fold (the [KEF] objective(X) bug,
     which scores the training statistics, is not reproduced)."""
+    _require_features(features)
+    n_folds = require_int(n_folds, "n_folds", minimum=2)
     X = check_points(X, "X", features.dim, min_points=n_folds)
     folds = cv_folds(len(X), n_folds, rng, blocked)
     values = []
@@ -252,6 +400,11 @@ def select_sigma_lambda(objective: Callable[[float, float], float], log_sigma_gr
     Nelder-Mead iterations from the best grid point, within the grid's bounds. Returns (sigma, lam,
     best value)."""
     from scipy.optimize import minimize
+
+    require_callable(objective, "objective")
+    _check_grid(log_sigma_grid, "log_sigma_grid")
+    _check_grid(log_lambda_grid, "log_lambda_grid")
+    require_int(n_nelder_mead, "n_nelder_mead")
 
     def f(z):
         value = objective(float(np.exp(z[0])), float(np.exp(z[1])))
@@ -273,6 +426,8 @@ def select_sigma_lambda(objective: Callable[[float, float], float], log_sigma_gr
 
 def sqrt_schedule(t: int) -> float:
     """a_t = 1 / sqrt(t + 1): a_t -> 0 and sum a_t = infinity (vanishing adaptation)."""
+    if type(t) is not int or t < 0:            # the samplers pass an int: only another caller's t is checked
+        require_int(t, "t", minimum=0)
     return 1.0 / np.sqrt(t + 1.0)
 
 
@@ -280,7 +435,9 @@ class TrueGradient:
     """The target's own gradient as the 'surrogate': KMC with it is HMC (random step size and L)."""
 
     def __init__(self, target: Target):
-        self.target = target
+        self.target = require_target(target)
+        if not callable(getattr(target, "grad_logp", None)):
+            raise wrong_type("target", "a target with a gradient (grad_logp)", target)
 
     def grad(self, x):
         return self.target.grad_logp(x)
@@ -300,11 +457,13 @@ class LiteSurrogate:
     def __init__(self, n_chains: int, dim: int, n_basis: int, sigma, lam, regulariser: str = "code",
                  min_history: int = 20, learn_grid=None, learn_size: int = 200):
         self.n_chains = require_int(n_chains, "n_chains", minimum=1)
+        require_int(dim, "dim", minimum=1)
         self.n_basis = require_int(n_basis, "n_basis", minimum=2)
-        self.sigma = per_chain(require_positive(sigma, "sigma") if np.ndim(sigma) == 0 else sigma, n_chains, "sigma")
-        self.lam = per_chain(require_positive(lam, "lam") if np.ndim(lam) == 0 else lam, n_chains, "lam")
-        self.regulariser = regulariser
-        self.min_history = int(min_history)
+        self.sigma = per_chain(_positive_or_per_chain(sigma, "sigma"), n_chains, "sigma")
+        self.lam = per_chain(_positive_or_per_chain(lam, "lam"), n_chains, "lam")
+        self.regulariser = require_str(regulariser, "regulariser", ("code", "paper"))
+        self.min_history = require_int(min_history, "min_history")
+        _check_learn_grid(learn_grid)
         self.learn_grid = learn_grid or (np.linspace(-1.0, 5.0, 5), np.log([1e-2, 1.0, 1e2]))
         self.learn_size = require_int(learn_size, "learn_size", minimum=10)
         self.Z = np.zeros((n_chains, self.n_basis, dim))
@@ -348,10 +507,8 @@ class FiniteSurrogate:
     """One KMC-finite model per chain, with online updates (OnlineFiniteEstimator) or batch fits."""
 
     def __init__(self, features_list, lam):
-        if len(features_list) < 1:
-            raise ValueError("features_list must hold one RandomFeatures per chain")
-        self.features = list(features_list)
-        self.lam = per_chain(require_positive(lam, "lam") if np.ndim(lam) == 0 else lam, len(self.features), "lam")
+        self.features = _features_per_chain(features_list)
+        self.lam = per_chain(_positive_or_per_chain(lam, "lam"), len(self.features), "lam")
         self.omega = np.stack([f.omega for f in self.features])         # (C, d, m)
         self.phases = np.stack([f.phases for f in self.features])       # (C, m)
         self.theta = np.zeros_like(self.phases)
@@ -389,6 +546,7 @@ def range_pair(value, name: str, labels=("min", "max"), integer: bool = False):
 def surrogate_leapfrog(grad, q, p, step_size, n_steps):
     """Eq. (eq-kmc-leapfrog) for every chain, with per-chain step sizes (C,) and numbers of steps (C,):
     chains whose trajectory has ended are frozen while the others continue."""
+    _check_leapfrog_arguments(grad, q, p, step_size, n_steps)
     h = step_size[:, None]
     p = p + 0.5 * h * grad(q)
     for i in range(int(n_steps.max())):
@@ -423,14 +581,15 @@ class KMC(Sampler):
         super().__init__(target)
         lo, hi = range_pair(step_size_range, "step_size_range", ("eps_min", "eps_max"))
         l_lo, l_hi = range_pair(n_steps_range, "n_steps_range", ("L_min", "L_max"), integer=True)
-        self.surrogate = surrogate
+        self.surrogate = _require_surrogate(surrogate)
         self.initial_log_range = np.log([lo, hi])
         self.n_steps_range = (l_lo, l_hi)
         self.adapt_rng = np.random.default_rng(0) if adapt_rng is None else require_rng(adapt_rng)
-        self.schedule = schedule
-        self.adapt_surrogate, self.adapt_step_size = bool(adapt_surrogate), bool(adapt_step_size)
-        self.target_accept = float(target_accept)
-        self.learn_at = set(int(t) for t in learn_at)
+        self.schedule = require_callable(schedule, "schedule")
+        self.adapt_surrogate = require_bool(adapt_surrogate, "adapt_surrogate")
+        self.adapt_step_size = require_bool(adapt_step_size, "adapt_step_size")
+        self.target_accept = require_probability(target_accept, "target_accept")
+        self.learn_at = _iterations(learn_at, "learn_at")
         self.name = "HMC" if isinstance(surrogate, TrueGradient) else "KMC"
 
     def init(self, x0):
@@ -503,9 +662,95 @@ class KMC(Sampler):
         return {"step_size_range": np.exp(self.log_range)}
 
 
+# Argument checks of the sampler and its parts (as above). KMC calls surrogate_leapfrog at every step and
+# the schedule at every adaptation with its own arrays and an int, which pass the first test.
+def _check_leapfrog_arguments(grad, q, p, step_size, n_steps):
+    """surrogate_leapfrog's: a gradient function, q and p (n_chains, d), step_size and n_steps (n_chains,)."""
+    if (callable(grad) and _float_arrays(q, p, step_size) and q.ndim == 2 and p.shape == q.shape
+            and step_size.shape == q.shape[:1] and type(n_steps) is np.ndarray and n_steps.dtype.kind in "iu"
+            and n_steps.shape == step_size.shape):
+        return
+    require_callable(grad, "grad")
+    q_shape = float_array(q, "q").shape
+    if len(q_shape) != 2:
+        raise ValueError(f"q must have shape (n_chains, d), one state per chain, got {q_shape}")
+    _shaped(p, "p", q_shape, "the shape of q")
+    _shaped(step_size, "step_size", q_shape[:1], "one per chain (row of q)", numpy=True)
+    steps = _shaped(n_steps, "n_steps", q_shape[:1], "one per chain (row of q)", numpy=True)
+    not_counts = steps[(steps < 0) | (steps != np.round(steps))]
+    if not_counts.size:
+        raise ValueError(f"n_steps must be whole numbers >= 0 (leapfrog steps per chain), got {not_counts[:3]}")
+
+
+def _require_surrogate(surrogate):
+    """KMC's: an object whose grad(x) is a gradient at the states x (n_chains, d)."""
+    if isinstance(surrogate, type) or not callable(getattr(surrogate, "grad", None)):
+        if isinstance(surrogate, (list, tuple)):
+            raise ValueError(f"surrogate must be one surrogate, got a {type(surrogate).__name__} of {len(surrogate)}")
+        raise wrong_type("surrogate", "a surrogate with a grad(x) method (TrueGradient, LiteSurrogate or "
+                                      "FiniteSurrogate)", surrogate)
+    return surrogate
+
+
+def _positive_or_per_chain(value, name):
+    """A positive number or one per chain (n_chains,) (per_chain then checks the count); returned as given."""
+    require_positive(value, name)
+    if np.ndim(value) > 1:
+        raise ValueError(f"{name} must be a number or one per chain, shape (n_chains,), got shape {np.shape(value)}")
+    return value
+
+
+def _features_per_chain(features_list):
+    """FiniteSurrogate's: a non-empty list of RandomFeatures of one shape (d, m), one per chain."""
+    if isinstance(features_list, RandomFeatures):
+        raise ValueError("features_list must be a list of RandomFeatures, one per chain, got one RandomFeatures "
+                         "(write [features] for one chain)")
+    features = require_sequence(features_list, "features_list", of=RandomFeatures,
+                                what="RandomFeatures, one per chain")
+    if len(features) < 1:
+        raise ValueError("features_list must hold one RandomFeatures per chain")
+    shapes = sorted({f.omega.shape for f in features})
+    if len(shapes) > 1:
+        raise ValueError(f"features_list must hold features of one shape (d, m), got shapes {shapes}")
+    return features
+
+
+def _check_learn_grid(learn_grid):
+    """LiteSurrogate's: None (the default grid) or a pair (log_sigma_grid, log_lambda_grid)."""
+    if learn_grid is None:
+        return
+    if not isinstance(learn_grid, (list, tuple)):
+        raise wrong_type("learn_grid", "a pair (log_sigma_grid, log_lambda_grid), or None", learn_grid)
+    if len(learn_grid) != 2:
+        raise ValueError(f"learn_grid must be a pair (log_sigma_grid, log_lambda_grid), got {len(learn_grid)} items")
+    _check_grid(learn_grid[0], "learn_grid[0]")
+    _check_grid(learn_grid[1], "learn_grid[1]")
+
+
+def _require_sampler(sampler):
+    """run_chains's: an object with init, step and adapt. Not mcmc_lib.harness.require_sampler: importing the
+    harness would add it and mcmc_lib.units to the code every stored result of this chapter depends on."""
+    if isinstance(sampler, type) or not all(callable(getattr(sampler, method, None))
+                                            for method in ("init", "step", "adapt")):
+        if isinstance(sampler, (list, tuple)):
+            raise ValueError(f"sampler must be one sampler, got a {type(sampler).__name__} of {len(sampler)}")
+        raise wrong_type("sampler", "a sampler (init, step, adapt: mcmc_lib.samplers.base.Sampler)", sampler)
+    return sampler
+
+
+def _iterations(value, name):
+    """Iteration numbers (ints >= 0) as a set."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise wrong_type(name, "a list of iteration numbers", value)
+    if isinstance(value, np.ndarray) and value.ndim != 1:
+        raise ValueError(f"{name} must be a list of iteration numbers, got an array of shape {value.shape}")
+    return {require_int(t, f"{name}[{i}]") for i, t in enumerate(value)}
+
+
 def median_sq_distance(Z) -> float:
     """Median squared distance over the pairs of distinct points (as the authors' median heuristic):
     a history with repeated states (rejections) would otherwise give 0. 1.0 if all points coincide."""
+    check_points(Z, "Z")                       # checked only: the distances are of Z as given
     sq = sq_distances(Z, Z)[np.triu_indices(len(Z), 1)]
     sq = sq[sq > 0]
     return float(np.median(sq)) if sq.size else 1.0
@@ -529,15 +774,18 @@ class KAMH(Sampler):
                  median_factor: float = 1.0, schedule=sqrt_schedule, target_accept: float = 0.234,
                  adapt_basis: bool = True, adapt_scale: bool = True, min_history: int = 20):
         super().__init__(target)
-        self.gamma2 = float(require_positive(gamma2, "gamma2"))
-        self.initial_nu2 = nu2 if np.ndim(nu2) else float(require_positive(nu2, "nu2"))
+        self.gamma2 = require_positive_scalar(gamma2, "gamma2")
+        _positive_or_per_chain(nu2, "nu2")
+        self.initial_nu2 = nu2 if np.ndim(nu2) else float(nu2)
         self.n_basis = require_int(n_basis, "n_basis", minimum=2)
         self.adapt_rng = np.random.default_rng(0) if adapt_rng is None else require_rng(adapt_rng)
         self.fixed_basis = None if basis is None else check_points(basis, "basis", target.dim, 2)
-        self.median_factor = float(require_positive(median_factor, "median_factor"))
-        self.schedule, self.target_accept = schedule, float(target_accept)
-        self.adapt_basis, self.adapt_scale = bool(adapt_basis), bool(adapt_scale)
-        self.min_history = int(min_history)
+        self.median_factor = require_positive_scalar(median_factor, "median_factor")
+        self.schedule = require_callable(schedule, "schedule")
+        self.target_accept = require_probability(target_accept, "target_accept")
+        self.adapt_basis = require_bool(adapt_basis, "adapt_basis")
+        self.adapt_scale = require_bool(adapt_scale, "adapt_scale")
+        self.min_history = require_int(min_history, "min_history")
 
     def init(self, x0):
         state = super().init(x0)
@@ -606,8 +854,10 @@ class RandomWalk(Sampler):
     def __init__(self, target, s2: float, schedule=sqrt_schedule, target_accept: float = 0.234,
                  adapt_scale: bool = True):
         super().__init__(target)
-        self.initial_s2 = float(require_positive(s2, "s2"))
-        self.schedule, self.target_accept, self.adapt_scale = schedule, float(target_accept), bool(adapt_scale)
+        self.initial_s2 = require_positive_scalar(s2, "s2")
+        self.schedule = require_callable(schedule, "schedule")
+        self.target_accept = require_probability(target_accept, "target_accept")
+        self.adapt_scale = require_bool(adapt_scale, "adapt_scale")
 
     def init(self, x0):
         state = super().init(x0)
@@ -635,8 +885,10 @@ def run_chains(sampler, x0, n_iter: int, rng, adapt: bool = True):
     """Run n_iter iterations from x0 (C, d), calling sampler.adapt after every step when adapt=True
     (vanishing adaptation never stops); returns samples (C, n_iter, d), log densities (C, n_iter),
     acceptance indicators and probabilities (C, n_iter)."""
+    _require_sampler(sampler)
     require_rng(rng)
     n_iter = require_int(n_iter, "n_iter", minimum=1)
+    require_bool(adapt, "adapt")
     state = sampler.init(x0)
     C, d = state.x.shape
     out = {"samples": np.empty((C, n_iter, d)), "logp": np.empty((C, n_iter)),
@@ -658,15 +910,15 @@ class GPClassificationPosterior(Target):
     def __init__(self, X, y, rng, n_importance: int = 100, prior_var: float = 5.0, jitter: float = 1e-3,
                  name: str = "GP classification"):
         X = check_points(X, "X", min_points=2)
-        y = np.asarray(y, dtype=float)
+        y = float_array(y, "y")
         if y.shape != (len(X),) or not np.all(np.isin(y, (-1.0, 1.0))):
             raise ValueError("y must be a vector of -1/+1 labels, one per row of X")
         super().__init__(X.shape[1])
         self.X, self.y, self.rng = X, y, require_rng(rng)
         self.n_importance = require_int(n_importance, "n_importance", minimum=1)
-        self.prior_var = float(require_positive(prior_var, "prior_var"))
-        self.jitter = float(require_positive(jitter, "jitter"))
-        self.name = name
+        self.prior_var = require_positive_scalar(prior_var, "prior_var")
+        self.jitter = require_positive_scalar(jitter, "jitter")
+        self.name = require_str(name, "name")
         self._diff2 = (X[:, None, :] - X[None, :, :]) ** 2                    # (n, n, d)
 
     def kernel(self, theta):
@@ -742,15 +994,18 @@ class SkewNormalABC(Target):
 
     def __init__(self, s_obs, rng, alpha=None, n_obs: int = 10, n_lik: int = 10, eps: float = 0.55,
                  prior_var: float = 25.0):
-        s_obs = np.asarray(s_obs, dtype=float).reshape(-1)
+        s_obs = float_array(s_obs, "s_obs").reshape(-1)
+        if s_obs.size == 0 or not np.all(np.isfinite(s_obs)):
+            raise ValueError(f"s_obs must be the observed summary, finite numbers (d,) with d >= 1, got {s_obs}")
         super().__init__(len(s_obs))
         self.s_obs, self.rng = s_obs, require_rng(rng)
-        self.alpha = 10.0 * np.ones(self.dim) if alpha is None else np.asarray(alpha, dtype=float)
+        self.alpha = (10.0 * np.ones(self.dim) if alpha is None
+                      else _shaped(alpha, "alpha", (self.dim,), "one skewness per coordinate of s_obs"))
         self.delta = self.alpha / np.sqrt(1.0 + self.alpha @ self.alpha)
         self.n_obs = require_int(n_obs, "n_obs", minimum=1)
         self.n_lik = require_int(n_lik, "n_lik", minimum=1)
-        self.eps = float(require_positive(eps, "eps"))
-        self.prior_var = float(require_positive(prior_var, "prior_var"))
+        self.eps = require_positive_scalar(eps, "eps")
+        self.prior_var = require_positive_scalar(prior_var, "prior_var")
         self.n_simulations = 0
 
     def draw_noise(self, rng, shape):
@@ -791,7 +1046,7 @@ class HABC(Sampler):
         self.n_steps = require_int(n_steps, "n_steps", minimum=1)
         self.n_synthetic = require_int(n_synthetic, "n_synthetic", minimum=2)
         self.spsa_c = float(require_positive(spsa_c, "spsa_c"))
-        self.diverged = float(diverged)
+        self.diverged = require_positive_scalar(diverged, "diverged")
 
     def synthetic_loglik(self, theta, noise):
         """log N(s_obs; mu_hat, Sigma_hat + eps^2 I) from the sticky simulations; NaN for diverged rows."""
