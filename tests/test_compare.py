@@ -7,7 +7,9 @@ import pytest
 
 from mcmc_lib import targets as T
 from mcmc_lib.harness import run
-from mcmc_lib.methods.compare import LearnedCoordinates, learned_factors
+from mcmc_lib.methods import kmc as K
+from mcmc_lib.methods.compare import (HistoryFiniteSurrogate, LearnedCoordinates, learned_factors,
+                                      online_estimator_from_history)
 from mcmc_lib.methods.gsm import gadMALAf, gadRWM
 from mcmc_lib.methods.mcma import MCMA
 from mcmc_lib.methods.nonrev_u import NonrevMALA, NonrevRWM, PersistentLangevin
@@ -119,6 +121,12 @@ WARM_UPS = {
     "gadMALAf then persistent Langevin": (lambda t: gadMALAf(t),
                                           lambda m: PersistentLangevin(m, 0.3, alpha=0.9, delta=0.05)),
     "M-CMA then RWM, non-reversible u": (lambda t: MCMA(t), lambda m: NonrevRWM(m, 1.0, delta=0.3)),
+    # the controls the chapter pairs them with: the frozen proposals with the standard decision
+    "gadRWM then RWM, standard u": (lambda t: gadRWM(t), lambda m: NonrevRWM(m, 1.0)),
+    "M-CMA then RWM, standard u": (lambda t: MCMA(t), lambda m: NonrevRWM(m, 1.0)),
+    "gadMALAf then MALA, standard u": (lambda t: gadMALAf(t), lambda m: NonrevMALA(m, 1.0)),
+    "gadMALAf then persistent Langevin, standard u": (lambda t: gadMALAf(t),
+                                                      lambda m: PersistentLangevin(m, 0.5, alpha=0.95)),
 }
 
 
@@ -137,6 +145,73 @@ def test_adaptation_then_a_combined_sampler_is_exact(name):
     assert_moments_match(x, target.mean, target.cov)
 
 
+# ------------------------------------------------------------------ KMC finite on the chain's history
+
+def test_online_estimator_from_history_is_the_online_estimator_after_every_point():
+    """Eq. (eq-cmp-finite-history): the batch state equals feeding the points one by one."""
+    rng = np.random.default_rng(5)
+    features = K.RandomFeatures.gaussian(rng, 3, 20, 2.0)
+    X = rng.normal(size=(30, 3))
+    online = K.OnlineFiniteEstimator(features, 0.3)
+    for x in X:
+        online.update(x)
+    batch = online_estimator_from_history(features, X, 0.3)
+    np.testing.assert_allclose(batch.L @ batch.L.T, online.L @ online.L.T, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(batch.b, online.b, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(batch.theta, online.theta, rtol=1e-8, atol=1e-10)
+    assert batch.n == online.n == 30
+    # and the online updates continue from it as from the online one
+    x = rng.normal(size=3)
+    np.testing.assert_allclose(batch.update(x).theta, online.update(x).theta, rtol=1e-8, atol=1e-10)
+    with pytest.raises(ValueError, match="at least one point of dimension 3"):
+        online_estimator_from_history(features, np.zeros((0, 3)), 0.3)
+
+
+def test_history_finite_surrogate_is_a_random_walk_until_it_learns_then_fits_the_target():
+    rng = np.random.default_rng(6)
+    target = T.Gaussian(np.array([1.0, 4.0]))
+    surrogate = HistoryFiniteSurrogate(2, 2, 50, np.linspace(-1, 3, 3), np.log([1e-3, 1e-1]))
+    np.testing.assert_array_equal(surrogate.grad(rng.normal(size=(2, 2))), 0.0)
+    history = target.sample(rng, 400)
+    surrogate.learn(0, history, rng)
+    assert np.isfinite(surrogate.sigma[0]) and np.isnan(surrogate.sigma[1])       # chain 1 has not learned
+    points = target.sample(rng, 200)
+    both = [surrogate.grad(np.stack([p, p])) for p in points]         # one row per chain: chain 0, chain 1
+    np.testing.assert_array_equal([g[1] for g in both], 0.0)
+    learned, true = np.array([g[0] for g in both]), target.grad_logp(points)
+    # the learned gradient points the way the true one does over most of the target's bulk
+    cosine = np.sum(learned * true, axis=1) / (np.linalg.norm(learned, axis=1) * np.linalg.norm(true, axis=1))
+    assert np.median(cosine) > 0.8
+    with pytest.raises(ValueError, match="n_features"):
+        HistoryFiniteSurrogate(1, 2, 0, [0.0], [0.0])
+    with pytest.raises(ValueError, match="non-empty and finite"):
+        HistoryFiniteSurrogate(1, 2, 5, [], [0.0])
+
+
+def test_kmc_finite_learned_from_its_history_keeps_the_target_after_its_warm_up():
+    """KMC with the history-learned finite surrogate, as the chapter runs it: learning at two points of the
+    warm-up, online updates, step sizes adapted; then everything is frozen. The frozen kernel must leave the
+    target invariant: 4,000 chains started from exact draws, with chain 0's learned surrogate and step sizes,
+    still have the target's moments after 10 steps (independent draws, so mixing between the surrogate's
+    wells, which is slow, does not enter)."""
+    target = correlated_target()
+    rng = np.random.default_rng(9)
+    grids = (np.linspace(-1, 3, 3), np.log([1e-3, 1e-1]))
+    learned = HistoryFiniteSurrogate(2, 2, 40, *grids)
+    warm = K.KMC(target, learned, (0.2, 0.4), (3, 8), adapt_rng=np.random.default_rng(10), adapt_step_size=True,
+                 learn_at=(100, 400))
+    run(warm, target.mean + rng.normal(size=(2, 2)), 800, 1, rng)
+    assert np.all(np.isfinite(learned.sigma))                     # both chains learned
+    n = 4000
+    frozen = HistoryFiniteSurrogate(n, 2, 40, *grids)
+    frozen.omega[:], frozen.phases[:], frozen.theta[:] = learned.omega[0], learned.phases[0], learned.theta[0]
+    assert np.any(frozen.grad(target.sample(rng, n)) != 0)
+    sampler = K.KMC(target, frozen, tuple(np.exp(warm.log_range[0])), (3, 8))
+    result = run(sampler, target.sample(rng, n), 0, 10, rng)
+    assert 0.3 < result.accept_rate.mean() < 1.0
+    assert_moments_match(result.samples[:, -1][None], target.mean, target.cov)
+
+
 MUTATIONS = {
     # grad_z = L^T grad_x: with L instead of L^T the MALA proposal's ratio is wrong (caught by the autograd
     # check and by the one-step identity with gadMALAf)
@@ -146,6 +221,12 @@ MUTATIONS = {
     "joint-gradient-not-transposed": ("return logp, rmatvec(self.factors, grad)",
                                       "return logp, matvec(self.factors, grad)",
                                       "match_autograd or step_one"),
+    # eq. (eq-cmp-finite-history): the ridge stands in for the first point's C-term, so C is summed over the
+    # points after the first; summing over all of them gives another system than the online estimator's
+    "history-c-includes-first-point": ("A += (n - 1) * finite_b_C(features, X[1:])[1]",
+                                       "A += n * finite_b_C(features, X)[1]",
+                                       "online_estimator_from_history"),
+    "history-ridge-not-averaged": ("    A /= n\n", "    A /= 1\n", "online_estimator_from_history"),
 }
 
 

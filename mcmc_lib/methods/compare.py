@@ -80,3 +80,76 @@ def learned_factors(sampler) -> np.ndarray:
     if covariance.ndim != 3:
         raise ValueError(f"sampler {sampler.name!r} holds one proposal for all chains, not one per chain")
     return np.linalg.cholesky(covariance)
+
+
+from scipy import linalg
+
+from mcmc_lib.methods.kmc import (FiniteSurrogate, OnlineFiniteEstimator, RandomFeatures, cv_objective_finite,
+                                  finite_b_C, select_sigma_lambda)
+from mcmc_lib.validation import require_int
+
+
+def online_estimator_from_history(features: RandomFeatures, X, lam: float) -> OnlineFiniteEstimator:
+    """The online KMC-finite estimator after it has taken the points X (n, d) one by one, in one batch:
+    eq. (eq-cmp-finite-history), O(n d m^2) like the online updates it stands for."""
+    estimator = OnlineFiniteEstimator(features, lam)
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2 or X.shape[1] != features.dim or len(X) == 0:
+        raise ValueError(f"X must hold at least one point of dimension {features.dim}, got shape {X.shape}")
+    n = len(X)
+    b, _ = finite_b_C(features, X)
+    A = lam * np.eye(features.m)
+    if n > 1:
+        A += (n - 1) * finite_b_C(features, X[1:])[1]
+    A /= n
+    estimator.L = np.linalg.cholesky(A)
+    estimator.b, estimator.n = b, n
+    estimator.theta = linalg.cho_solve((estimator.L, True), b)
+    return estimator
+
+
+class HistoryFiniteSurrogate(FiniteSurrogate):
+    """KMC finite learned from each chain's history: gradient 0 until ``learn`` (called by KMC at its
+    ``learn_at`` iterations) chooses (sigma, lambda) by 5-fold cross-validation of the finite objective on
+    up to ``learn_size`` distinct history points (grid in log sigma x log lambda, then a few Nelder-Mead
+    steps), draws ``n_features`` random Fourier features of that sigma and sets the online estimator from
+    the whole history (eq. eq-cmp-finite-history); ``adapt`` then updates it online."""
+
+    def __init__(self, n_chains: int, dim: int, n_features: int, log_sigma_grid, log_lambda_grid,
+                 learn_size: int = 200, n_nelder_mead: int = 6):
+        n_chains = require_int(n_chains, "n_chains", minimum=1)
+        self.dim = require_int(dim, "dim", minimum=1)
+        self.m = require_int(n_features, "n_features", minimum=1)
+        self.grid = (np.asarray(log_sigma_grid, dtype=float), np.asarray(log_lambda_grid, dtype=float))
+        if self.grid[0].size < 1 or self.grid[1].size < 1 or not all(np.all(np.isfinite(g)) for g in self.grid):
+            raise ValueError("log_sigma_grid and log_lambda_grid must be non-empty and finite")
+        self.learn_size = require_int(learn_size, "learn_size", minimum=10)
+        self.n_nelder_mead = require_int(n_nelder_mead, "n_nelder_mead", minimum=0)
+        self.features, self.online = [None] * n_chains, [None] * n_chains
+        self.sigma, self.lam = np.full(n_chains, np.nan), np.full(n_chains, np.nan)
+        self.omega = np.zeros((n_chains, self.dim, self.m))
+        self.phases = np.zeros((n_chains, self.m))
+        self.theta = np.zeros((n_chains, self.m))
+
+    def learn(self, c, history, rng):
+        unique = np.unique(history, axis=0)       # repeats after rejections would leak across the folds
+        if len(unique) < 20:
+            return
+        data = unique[rng.choice(len(unique), size=min(self.learn_size, len(unique)), replace=False)]
+        seed = int(rng.integers(2**31))
+        m_cv = min(self.m, self.learn_size)
+
+        def objective(sigma, lam):
+            features = RandomFeatures.gaussian(np.random.default_rng(seed), self.dim, m_cv, sigma)
+            return cv_objective_finite(data, features, lam, np.random.default_rng(seed + 1))
+
+        sigma, lam, _ = select_sigma_lambda(objective, *self.grid, n_nelder_mead=self.n_nelder_mead)
+        features = RandomFeatures.gaussian(rng, self.dim, self.m, sigma)
+        self.features[c], self.sigma[c], self.lam[c] = features, sigma, lam
+        self.omega[c], self.phases[c] = features.omega, features.phases
+        self.online[c] = online_estimator_from_history(features, history, lam)
+        self.theta[c] = self.online[c].theta
+
+    def adapt(self, c, history, x, rng):
+        if self.online[c] is not None:
+            self.theta[c] = self.online[c].update(x).theta
