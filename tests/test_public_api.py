@@ -662,7 +662,7 @@ def methods_cases():
     """Cases of the chapters' exported methods, of claims.py, of store.py's verification of stored records and of
     the slice NUTS."""
     from mcmc_lib import claims as C, store
-    from mcmc_lib.methods import gsm, kmc, mamba, mcma, nonrev_u as nr
+    from mcmc_lib.methods import compare as cmp, gsm, kmc, mamba, mcma, nonrev_u as nr
     from mcmc_lib.samplers import slice_nuts as sn
     L, v2 = np.broadcast_to(np.eye(2), (3, 2, 2)).copy(), np.zeros((3, 2))
     x, here = points(), SCRATCH
@@ -971,6 +971,22 @@ def methods_cases():
         "mcmc_lib.methods.nonrev_u.rescale_v": [
             S("accepted", lambda: nr.rescale_v(np.zeros(3), np.zeros(3), np.ones(2, bool))),
             T("v", lambda: nr.rescale_v("abc", np.zeros(3), np.ones(3, bool)))],
+        # ---- methods.compare
+        "mcmc_lib.methods.compare.LearnedCoordinates": [
+            S("factors", lambda: cmp.LearnedCoordinates(target2(), np.ones(3))),
+            T("target", lambda: cmp.LearnedCoordinates("abc", np.eye(2)[None]))],
+        "mcmc_lib.methods.compare.learned_factors": [S("sampler", lambda: cmp.learned_factors([rwm2()])),
+                                                     T("sampler", lambda: cmp.learned_factors("abc"))],
+        "mcmc_lib.methods.compare.online_estimator_from_history": [
+            S("X", lambda: cmp.online_estimator_from_history(rf(), np.zeros((4, 3)), 0.1)),
+            T("features", lambda: cmp.online_estimator_from_history("abc", np.zeros((4, 2)), 0.1))],
+        "mcmc_lib.methods.compare.HistoryFiniteSurrogate": [
+            S("log_sigma_grid", lambda: cmp.HistoryFiniteSurrogate(1, 2, 5, np.zeros((2, 2)), [0.0])),
+            T("n_features", lambda: cmp.HistoryFiniteSurrogate(1, 2, "5", [0.0], [0.0]))],
+        "mcmc_lib.methods.compare.NonrevKMC": [
+            S("delta", lambda: cmp.NonrevKMC(kmc.KMC(target2(), kmc.TrueGradient(target2()), (0.1, 0.2), (1, 5)),
+                                             delta=np.ones((2, 2)))),
+            T("kmc", lambda: cmp.NonrevKMC("abc"))],
         "mcmc_lib.methods.nonrev_u.NonreversibleUSampler": [
             S("step_size", lambda: nr.NonreversibleUSampler(target2(), np.ones((2, 2)))),
             T("delta", lambda: nr.NonreversibleUSampler(target2(), 0.1, delta="0.1"))],

@@ -86,14 +86,16 @@ from scipy import linalg
 
 from mcmc_lib.methods.kmc import (FiniteSurrogate, OnlineFiniteEstimator, RandomFeatures, cv_objective_finite,
                                   finite_b_C, select_sigma_lambda)
-from mcmc_lib.validation import require_int
+from mcmc_lib.validation import float_array, require_int, wrong_type
 
 
 def online_estimator_from_history(features: RandomFeatures, X, lam: float) -> OnlineFiniteEstimator:
     """The online KMC-finite estimator after it has taken the points X (n, d) one by one, in one batch:
     eq. (eq-cmp-finite-history), O(n d m^2) like the online updates it stands for."""
+    if not isinstance(features, RandomFeatures):
+        raise wrong_type("features", "RandomFeatures (mcmc_lib.methods.kmc)", features)
     estimator = OnlineFiniteEstimator(features, lam)
-    X = np.asarray(X, dtype=float)
+    X = float_array(X, "X")
     if X.ndim != 2 or X.shape[1] != features.dim or len(X) == 0:
         raise ValueError(f"X must hold at least one point of dimension {features.dim}, got shape {X.shape}")
     n = len(X)
@@ -121,6 +123,9 @@ class HistoryFiniteSurrogate(FiniteSurrogate):
         self.dim = require_int(dim, "dim", minimum=1)
         self.m = require_int(n_features, "n_features", minimum=1)
         self.grid = (np.asarray(log_sigma_grid, dtype=float), np.asarray(log_lambda_grid, dtype=float))
+        if any(g.ndim != 1 for g in self.grid):
+            raise ValueError(f"log_sigma_grid and log_lambda_grid must be one-dimensional grids, got shapes "
+                             f"{self.grid[0].shape} and {self.grid[1].shape}")
         if self.grid[0].size < 1 or self.grid[1].size < 1 or not all(np.all(np.isfinite(g)) for g in self.grid):
             raise ValueError("log_sigma_grid and log_lambda_grid must be non-empty and finite")
         self.learn_size = require_int(learn_size, "learn_size", minimum=10)
@@ -153,3 +158,45 @@ class HistoryFiniteSurrogate(FiniteSurrogate):
     def adapt(self, c, history, x, rng):
         if self.online[c] is not None:
             self.theta[c] = self.online[c].update(x).theta
+
+
+from mcmc_lib.methods.kmc import KMC
+from mcmc_lib.methods.nonrev_u import NonrevState, NonreversibleUSampler
+from mcmc_lib.samplers.base import StepInfo
+
+
+class NonrevKMC(NonreversibleUSampler):
+    """The proposals of ``kmc``, a KMC sampler, decided by non-reversible u with drift ``delta`` (delta=None:
+    u drawn afresh, KMC's own decision). Nothing adapts: after KMC's warm-up its learned surrogate and
+    step-size ranges propose as they are, and its chains are this sampler's chains."""
+
+    uses_gradient = False
+
+    def __init__(self, kmc, delta=None, noise=0.0):
+        if not isinstance(kmc, KMC):
+            raise wrong_type("kmc", "a KMC sampler (mcmc_lib.methods.kmc.KMC)", kmc)
+        log_range = kmc.initial_log_range if getattr(kmc, "log_range", None) is None else kmc.log_range
+        # The step size of the base class is reported only: KMC draws each step size from its range.
+        super().__init__(kmc.target, np.exp(np.mean(log_range, axis=-1)), delta, noise)
+        self.kmc = kmc
+        self.name = kmc.name if delta is None else f"{kmc.name} (non-reversible u)"
+
+    def init(self, x0, v0=0.5, p0=None):
+        """Start from x0 with v = v0. A KMC sampler already started (warmed up) keeps its step-size ranges
+        and must have one chain per row of x0; one never started is started here."""
+        if getattr(self.kmc, "log_range", None) is None:
+            self.kmc.init(x0)
+        n_rows = np.shape(x0)[0] if np.ndim(x0) == 2 else 1
+        if len(self.kmc.log_range) != n_rows:
+            raise ValueError(f"x0 must have one row per chain of the KMC sampler ({len(self.kmc.log_range)}), "
+                             f"got {n_rows}")
+        return super().init(x0, v0)
+
+    def step(self, rng, state):
+        y, logp_y, log_ratio = self.kmc.propose(rng, state)
+        v, accepted, prob, nonfinite = self.decide(rng, state.v, log_ratio)
+        new = NonrevState(np.where(accepted[:, None], y, state.x), np.where(accepted, logp_y, state.logp), None, v)
+        return new, StepInfo(accepted, prob, nonfinite)
+
+    def tuning(self):
+        return {"step_size_range": np.exp(self.kmc.log_range), "delta": self.delta.copy(), "noise": self.noise.copy()}

@@ -617,7 +617,11 @@ class KMC(Sampler):
         """The cached estimate of log pi at the current states: recycled, never recomputed."""
         return state.logp
 
-    def step(self, rng, state):
+    def propose(self, rng, state):
+        """The proposal of every chain: a surrogate trajectory from fresh momentum (eq-kmc-leapfrog).
+        Returns its end points (the current state where it diverged), log pi there (NaN where it
+        diverged) and the log acceptance ratio (eq-kmc-accept; NaN, a rejection, where it diverged).
+        step decides with a fresh uniform; a non-reversible u can decide instead (chapter compare)."""
         if self._steps_since_adapt:
             self._refuse_unfitted("adapt() was not called after the last step")
         self._steps_since_adapt += 1
@@ -634,8 +638,11 @@ class KMC(Sampler):
                 logp_q[ok] = self.target.logp(q[ok])
             log_ratio = (logp_q - self._current_logp(state)
                          - 0.5 * np.sum(p**2, axis=1) + 0.5 * np.sum(p0**2, axis=1))
-        accepted, prob, nonfinite = metropolis_hastings_accept(log_ratio, rng.uniform(size=n_chains))
-        q = np.where(ok[:, None], q, state.x)
+        return np.where(ok[:, None], q, state.x), logp_q, log_ratio
+
+    def step(self, rng, state):
+        q, logp_q, log_ratio = self.propose(rng, state)
+        accepted, prob, nonfinite = metropolis_hastings_accept(log_ratio, rng.uniform(size=len(q)))
         new_state = accept_proposals(state, ChainState(q, logp_q), accepted)
         return new_state, StepInfo(accepted, prob, nonfinite)
 
