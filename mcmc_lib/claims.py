@@ -1259,6 +1259,9 @@ def short_title(claim: dict) -> str:
     return text if len(text) <= 70 else text[:67].rsplit(" ", 1)[0] + " ..."
 
 
+HYPOTHESIS_PREFIX = "hypothesis: "     # the published value of a claim that is our own hypothesis
+
+
 def verdict_html(stem: str, claims: list, link_prefix: str = "") -> str:
     """The verdict table at the top of a chapter: the claim in a few words (linked to where it is decided),
     the paper's number, ours with its interval, the outcome; a group of per-cell claims is one row with the
@@ -1268,6 +1271,9 @@ def verdict_html(stem: str, claims: list, link_prefix: str = "") -> str:
     require_str(link_prefix, "link_prefix")
     claims = _claim_records(claims, "claims", ("statement", "published", "outcome"))
     e = html.escape
+    # A chapter of our own hypotheses (published "hypothesis: ...") has no paper's number to show
+    hypotheses = [str(c["published"]).startswith(HYPOTHESIS_PREFIX) for c in claims]
+    header = "Hypothesis" if claims and all(hypotheses) else "Paper or hypothesis" if any(hypotheses) else "Paper"
     rows = []
     for c in claims:
         group = [g for g in claims if g.get("group") and g.get("group") == c.get("group")]
@@ -1281,14 +1287,17 @@ def verdict_html(stem: str, claims: list, link_prefix: str = "") -> str:
             outcome = "<br>".join(f"{n}&nbsp;{badge(o)}" for o in ALL_OUTCOMES
                                if (n := sum(g["outcome"] == o for g in group)))
         else:
-            paper, ours = e(c["published"]), _replicates_on_own_line(e(_deciding_text(c)))
+            published = str(c["published"])
+            if header == "Hypothesis":
+                published = published[len(HYPOTHESIS_PREFIX):]
+            paper, ours = e(published), _replicates_on_own_line(e(_deciding_text(c)))
             outcome = badge(c["outcome"])
         rows.append(
             f'<tr><td class="claim-text" data-label="Claim">{cell}</td>'
-            f'<td data-label="Paper">{paper}</td>'
+            f'<td data-label="{header}">{paper}</td>'
             f'<td data-label="Ours">{ours}</td>'
             f'<td data-label="Outcome">{outcome}</td></tr>')
-    return ('<table class="claims-table verdict-table"><thead><tr><th>Claim</th><th>Paper</th>'
+    return (f'<table class="claims-table verdict-table"><thead><tr><th>Claim</th><th>{header}</th>'
             "<th>Ours [95% interval]</th><th>Outcome</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
 
 

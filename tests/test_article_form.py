@@ -18,8 +18,8 @@ from mcmc_lib.claims import ClaimsRegistry, Estimate, Rule  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def record(outcome, short="", section="", statement="The sampler beats the baseline on every target."):
-    return {"id": "c", "statement": statement, "short": short, "published": "1.2", "reproduced": "1.3 [1.1, 1.5] (R = 5)",
+def record(outcome, short="", section="", statement="The sampler beats the baseline on every target.", published="1.2"):
+    return {"id": "c", "statement": statement, "short": short, "published": published, "reproduced": "1.3 [1.1, 1.5] (R = 5)",
             "outcome": outcome, "section": section}
 
 
@@ -39,6 +39,18 @@ def test_verdict_table_has_a_row_per_claim_with_short_title_and_badge(tmp_path):
     assert ">beats baseline</a>" in text and 'href="#sec-a"' in text
     assert "claim-not-reproduced" in text and "x" * 68 not in text      # a long statement is cut
     assert 'R = 5' in text
+
+
+def test_verdict_table_of_hypotheses_heads_its_column_hypothesis_not_paper():
+    papers = [record(claims.REPRODUCED, published="1.5")]
+    hypotheses = [record(claims.REPRODUCED, published="hypothesis: ratio above 1.1"),
+                  record(claims.NOT_REPRODUCED, published="hypothesis: above each")]
+    assert "<th>Paper</th>" in claims.verdict_html("demo", papers)
+    ours = claims.verdict_html("demo", hypotheses)
+    assert "<th>Hypothesis</th>" in ours and ">ratio above 1.1</td>" in ours and "hypothesis: " not in ours
+    assert 'data-label="Hypothesis"' in ours
+    mixed = claims.verdict_html("demo", papers + hypotheses)
+    assert "<th>Paper or hypothesis</th>" in mixed and "hypothesis: ratio above 1.1" in mixed
 
 
 def test_evidence_link_points_to_the_page_that_defines_the_label(tmp_path):
