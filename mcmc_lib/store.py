@@ -796,7 +796,7 @@ VERIFY_MAX_SECONDS = 1800.0                            # per record: the sample'
 # one by one (not by a pattern: in MCMC a "time" can be a deterministic integration time); a timing under
 # another name (gsm's "bare") makes its units differ, so that their records cannot be verified.
 TIMING_KEYS = frozenset({"seconds", "grad_seconds", "time_s", "warmup_time", "sampling_time",
-                         "min_ess_per_s", "min_ess_per_s_sd"})
+                         "min_ess_per_s", "min_ess_per_s_sd", "warm_seconds", "per_second"})
 
 
 @dataclass
