@@ -184,12 +184,23 @@ def test_new_form_round_trip_and_rendering(tmp_path, monkeypatch):
     assert [c["outcome"] for c in loaded] == [claims.REPRODUCED, claims.NOT_REPRODUCED, claims.NOT_RUN]
     assert loaded[1]["note"] == "Cause: none found" and loaded[0]["wins"] == {"A": 3, "B": 0}
     assert json.loads(json.dumps(loaded))[0]["estimate"]["n_replicates"] == 3
+    text = (tmp_path / "demo.json").read_text()
+    assert '"replicates": [2.0, 2.2, 1.9]' in text                  # a list of numbers on one line
+
     page = claims.claims_html("demo", loaded, link_prefix="./")
     assert "./demo.html#sec-demo" in page and "&lt;by far&gt;" in page
     assert page.count("<tr>") == 4 and "claim-not-run" in page
     counts = claims.outcome_counts({"demo": loaded})
     assert counts.loc["demo", claims.REPRODUCED] == 1 and counts.loc["demo", claims.NOT_RUN] == 1
     assert claims.LEGACY_HOLDS not in counts.columns
+
+
+def test_compact_json_keeps_every_value():
+    data = {"a": [1, -2.5e-07, float("nan"), float("-inf")], "b": [[1, 2], [3, 4]], "c": ["x", 1], "d": []}
+    text = claims._compact_json(data)
+    assert '"a": [1, -2.5e-07, NaN, -Infinity]' in text and '[1, 2]' in text and '"x",' in text
+    back = json.loads(text)
+    assert back["b"] == data["b"] and back["c"] == data["c"] and back["d"] == [] and math.isnan(back["a"][2])
 
 
 def noisy_value(seed, shift):
