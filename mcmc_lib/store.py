@@ -67,8 +67,8 @@ import numpy as np
 from . import portable
 from . import units as unit_runner
 from .profiles import PROFILES, active_profile
-from .validation import (require_bool, require_callable, require_int, require_mapping, require_number, require_path,
-                         require_sequence, require_str, wrong_type)
+from .validation import (require_bool, require_int, require_mapping, require_number, require_path, require_sequence,
+                         require_str, wrong_type)
 
 STORE_ENV = "MCMC_BOOK_STORE"
 CHECK_PREFIX = "store check:"

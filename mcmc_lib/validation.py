@@ -93,6 +93,18 @@ def as_batch(x, dim: int, name: str = "x", min_rows: int = 0) -> np.ndarray:
     return x
 
 
+def require_array_shape(value, name: str, shape, what: str, numpy_only: bool = True) -> np.ndarray:
+    """``value`` as a float array of ``shape`` (``what`` says what its axes hold, for the error), a numpy
+    array unless ``numpy_only=False`` (then a list of numbers too)."""
+    arr = float_array(value, name)
+    shape = tuple(shape)
+    if numpy_only and not isinstance(value, np.ndarray):
+        raise wrong_type(name, f"a numpy array of shape {shape} ({what})", value)
+    if arr.shape != shape:
+        raise ValueError(f"{name} must have shape {shape} ({what}), got {arr.shape}")
+    return arr
+
+
 def require_number(value, name: str, finite: bool = True) -> float:
     """A real scalar (not a boolean), finite unless ``finite=False``, as a float."""
     if not _is_real_scalar(value):

@@ -278,6 +278,7 @@ def test_non_reversible_kmc_refuses_what_it_cannot_run():
     started = NonrevKMC(kmc)
     started.init(np.zeros((2, 2)))                          # starts the KMC sampler: 2 chains
     np.testing.assert_allclose(started.tuning()["step_size_range"], [[0.1, 0.2]] * 2)
+    assert started.step_size is None and "step_size" not in started.tuning()     # KMC's ranges, no placeholder
     with pytest.raises(ValueError, match="one row per chain of the KMC sampler"):
         NonrevKMC(kmc).init(np.zeros((3, 2)))
 

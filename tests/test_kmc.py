@@ -413,6 +413,8 @@ def test_abc_likelihood_estimate_and_habc_run():
     assert np.all(np.isfinite(out["samples"]))
     # init estimates the 3 starting points once (10 simulations each); then 2 (L + 1) S per proposal
     assert model.n_simulations - before == 3 * 10 + 4 * 3 * 2 * (5 + 1) * 10
+    with pytest.raises(TypeError, match="model must be an ABC model.*lacks summaries, s_obs, eps, prior_var"):
+        K.HABC(T.Gaussian(np.ones(2)), (0.01, 0.1), 5)                 # a target without simulations
 
 
 def test_median_heuristic_ignores_repeated_points():

@@ -537,6 +537,8 @@ def library_cases():
                                                  T("fn", lambda: V.require_callable(3, "fn"))],
         "mcmc_lib.validation.require_path": [S("where", lambda: V.require_path(["a"], "where")),
                                              T("where", lambda: V.require_path(3, "where"))],
+        "mcmc_lib.validation.require_array_shape": [S("x", lambda: V.require_array_shape(np.zeros(3), "x", (2,), "two")),
+                                                    T("x", lambda: V.require_array_shape("ab", "x", (2,), "two"))],
         "mcmc_lib.validation.require_mapping": [S("table", lambda: V.require_mapping([1], "table")),
                                                 T("table", lambda: V.require_mapping(3, "table"))],
         "mcmc_lib.validation.require_sequence": [S("names", lambda: V.require_sequence("fig1", "names")),

@@ -175,9 +175,7 @@ class NonrevKMC(NonreversibleUSampler):
     def __init__(self, kmc, delta=None, noise=0.0):
         if not isinstance(kmc, KMC):
             raise wrong_type("kmc", "a KMC sampler (mcmc_lib.methods.kmc.KMC)", kmc)
-        log_range = kmc.initial_log_range if getattr(kmc, "log_range", None) is None else kmc.log_range
-        # The step size of the base class is reported only: KMC draws each step size from its range.
-        super().__init__(kmc.target, np.exp(np.mean(log_range, axis=-1)), delta, noise)
+        super().__init__(kmc.target, None, delta, noise)        # KMC draws each step size from its range
         self.kmc = kmc
         self.name = kmc.name if delta is None else f"{kmc.name} (non-reversible u)"
 

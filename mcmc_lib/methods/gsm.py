@@ -7,7 +7,7 @@ import functools
 import numpy as np
 
 from mcmc_lib.samplers.base import ChainState, Sampler, StepInfo, accept_proposals, metropolis_hastings_accept
-from mcmc_lib.validation import require_int, require_positive, require_probability
+from mcmc_lib.validation import require_positive, require_probability
 
 __all__ = ["gadRWM", "gadMALAf", "gadMALAe", "AuthorsHMC", "rwm_bound_gradient", "mala_fast_bound_gradient",
            "mala_exact_bound_gradient", "rmsprop_step", "update_beta", "hessian_vector_product",
@@ -87,17 +87,8 @@ def update_beta(beta, accepted, target_accept, rate=BETA_RATE, floor=BETA_FLOOR)
 # Argument checks of this module's functions (mcmc_lib.validation): a wrong call fails at the call, naming
 # the argument, its value and what is expected. The samplers call these at every adaptation step with their
 # own arrays, which pass the first, cheap test of each check; only another caller's arguments get the rest.
-from mcmc_lib.validation import float_array, require_bool, require_callable, require_positive_scalar, wrong_type
-
-
-def _array(value, name, shape, what):
-    """A numpy array of real numbers of ``shape`` (``what`` names its axes), else the error naming ``name``."""
-    arr = float_array(value, name)
-    if not isinstance(value, np.ndarray):
-        raise wrong_type(name, f"a numpy array of shape {what}", value)
-    if arr.shape != shape:
-        raise ValueError(f"{name} must have shape {what} = {shape}, got {arr.shape}")
-    return arr
+from mcmc_lib.validation import (float_array, require_array_shape, require_bool, require_callable,
+                                 require_positive_scalar, wrong_type)
 
 
 def _stack(L, name="L"):
@@ -119,10 +110,10 @@ def _check_bound_arguments(L, log_ratio, beta, **vectors):
     n, d = _stack(L)
     for name, value in vectors.items():
         if value is not None:
-            _array(value, name, (n, d), "(n_chains, d)")
+            require_array_shape(value, name, (n, d), "n_chains x d")
     if float_array(log_ratio, "log_ratio").shape != (n,):
         raise ValueError(f"log_ratio must have shape (n_chains,) = ({n},), got {np.shape(log_ratio)}")
-    _array(beta, "beta", (n,), "(n_chains,)")
+    require_array_shape(beta, "beta", (n,), "one per chain")
 
 
 def _check_rmsprop_arguments(L, S, G, learning_rate, first, decay, min_diag):
@@ -131,7 +122,7 @@ def _check_rmsprop_arguments(L, S, G, learning_rate, first, decay, min_diag):
             and type(learning_rate) is float and type(decay) is float and type(min_diag) is float):
         shape = (*_stack(L), L.shape[-1])
         for name, value in (("S", S), ("G", G)):
-            _array(value, name, shape, "(n_chains, d, d), as L")
+            require_array_shape(value, name, shape, "n_chains x d x d, as L")
         for name, value in (("L", L), ("S", S)):            # updated in place
             if value.dtype != np.float64 or not value.flags.writeable:
                 raise ValueError(f"{name} must be a writeable float64 array (rmsprop_step updates it in place), "
@@ -216,8 +207,8 @@ def hessian_vector_product(target, x, v):
         raise ValueError(f"target {target!r} offers no Hessian-vector product")
     if not (type(x) is np.ndarray and type(v) is np.ndarray and x.ndim == 2 and v.shape == x.shape
             and x.shape[1] == target.dim):
-        x = _array(x, "x", (len(np.atleast_2d(x)), target.dim), "(m, target.dim)")
-        _array(v, "v", x.shape, "(m, d), as x")
+        x = require_array_shape(x, "x", (len(np.atleast_2d(x)), target.dim), "m x target.dim")
+        require_array_shape(v, "v", x.shape, "as x")
     target.n_grad_evals += x.shape[0]
     return target.hessian_vector_product(x, v)
 

@@ -4,7 +4,7 @@ Do not edit: change the chapter's cells tagged `export` and regenerate.
 """
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Callable
 
 import numpy as np
 from scipy import linalg
@@ -14,7 +14,7 @@ from mcmc_lib.diagnostics import sq_distances
 from mcmc_lib.samplers.base import (ChainState, Sampler, StepInfo, accept_proposals, finite_rows,
                                     metropolis_hastings_accept, per_chain)
 from mcmc_lib.targets import Target
-from mcmc_lib.validation import as_batch, float_array, require_int, require_positive, require_rng, require_str
+from mcmc_lib.validation import float_array, require_array_shape, require_int, require_positive, require_rng, require_str
 
 
 def check_points(X, name: str, dim: int | None = None, min_points: int = 1) -> np.ndarray:
@@ -124,16 +124,6 @@ def _point_or_points(value, name, dim, anchor):
                          f"{anchor}, got shape {np.shape(value)}")
 
 
-def _shaped(value, name, shape, why, numpy=False):
-    """``value`` as real numbers (a numpy array when ``numpy``) of ``shape``; ``why`` says why that shape."""
-    arr = float_array(value, name)
-    if numpy and not isinstance(value, np.ndarray):
-        raise wrong_type(name, f"a numpy array of shape {shape}, {why}", value)
-    if arr.shape != shape:
-        raise ValueError(f"{name} must have shape {shape}, {why}, got {arr.shape}")
-    return arr
-
-
 def _check_kernel_arguments(first, second, sigma, names):
     """gaussian_kernel's and lite_b_C's: two sets of points with one d, and a kernel width."""
     if (_float_arrays(first, second) and first.ndim == second.ndim == 2 and first.shape[1] == second.shape[1]
@@ -152,7 +142,7 @@ def _check_lite_model(x, Z, alpha, sigma):
         return
     n, dim = _points(Z, "Z")
     _point_or_points(x, "x", dim, "Z")
-    _shaped(alpha, "alpha", (n,), "one weight per point of Z")
+    require_array_shape(alpha, "alpha", (n,), "one weight per point of Z", numpy_only=False)
     require_positive_scalar(sigma, "sigma")
 
 
@@ -162,8 +152,8 @@ def _check_quadratic_form(weights, b, C, weights_name):
     b_shape = float_array(b, "b").shape
     if len(b_shape) != 1:
         raise ValueError(f"b must have shape (n,), got {b_shape}")
-    _shaped(C, "C", 2 * b_shape, "square, one row and column per entry of b")
-    _shaped(weights, weights_name, b_shape, "one weight per entry of b", numpy=True)
+    require_array_shape(C, "C", 2 * b_shape, "square, one row and column per entry of b", numpy_only=False)
+    require_array_shape(weights, weights_name, b_shape, "one weight per entry of b")
 
 
 def _check_grid(grid, name):
@@ -332,7 +322,7 @@ def _check_finite_model(x, features, theta):
             and theta.shape == (features.m,)):
         return
     _point_or_points(x, "x", features.dim, "the features")
-    _shaped(theta, "theta", (features.m,), "one weight per feature")
+    require_array_shape(theta, "theta", (features.m,), "one weight per feature", numpy_only=False)
 
 
 def _check_rank_one_update(L, v):
@@ -681,9 +671,9 @@ def _check_leapfrog_arguments(grad, q, p, step_size, n_steps):
     q_shape = float_array(q, "q").shape
     if len(q_shape) != 2:
         raise ValueError(f"q must have shape (n_chains, d), one state per chain, got {q_shape}")
-    _shaped(p, "p", q_shape, "the shape of q")
-    _shaped(step_size, "step_size", q_shape[:1], "one per chain (row of q)", numpy=True)
-    steps = _shaped(n_steps, "n_steps", q_shape[:1], "one per chain (row of q)", numpy=True)
+    require_array_shape(p, "p", q_shape, "the shape of q", numpy_only=False)
+    require_array_shape(step_size, "step_size", q_shape[:1], "one per chain (row of q)")
+    steps = require_array_shape(n_steps, "n_steps", q_shape[:1], "one per chain (row of q)")
     not_counts = steps[(steps < 0) | (steps != np.round(steps))]
     if not_counts.size:
         raise ValueError(f"n_steps must be whole numbers >= 0 (leapfrog steps per chain), got {not_counts[:3]}")
@@ -1007,7 +997,8 @@ class SkewNormalABC(Target):
         super().__init__(len(s_obs))
         self.s_obs, self.rng = s_obs, require_rng(rng)
         self.alpha = (10.0 * np.ones(self.dim) if alpha is None
-                      else _shaped(alpha, "alpha", (self.dim,), "one skewness per coordinate of s_obs"))
+                      else require_array_shape(alpha, "alpha", (self.dim,), "one skewness per coordinate of s_obs",
+                                               numpy_only=False))
         self.delta = self.alpha / np.sqrt(1.0 + self.alpha @ self.alpha)
         self.n_obs = require_int(n_obs, "n_obs", minimum=1)
         self.n_lik = require_int(n_lik, "n_lik", minimum=1)
@@ -1048,6 +1039,9 @@ class HABC(Sampler):
 
     def __init__(self, model: SkewNormalABC, step_size_range, n_steps: int, n_synthetic: int = 10,
                  spsa_c: float = 5.0, diverged: float = 1e4):
+        missing = [name for name in ("summaries", "s_obs", "eps", "prior_var") if not hasattr(model, name)]
+        if missing:
+            raise wrong_type("model", f"an ABC model as SkewNormalABC (it lacks {', '.join(missing)})", model)
         super().__init__(model)
         self.step_size_range = range_pair(step_size_range, "step_size_range", ("eps_min", "eps_max"))
         self.n_steps = require_int(n_steps, "n_steps", minimum=1)

@@ -115,15 +115,7 @@ def normalise_determinant(cov, path, sigma):
 # Argument checks of the update functions (mcmc_lib.validation): a wrong call fails at the call, naming the
 # argument, its value and what is expected. The samplers call them at every adaptation with their own arrays,
 # which pass the first, cheap test; only another caller's arguments get the rest.
-from mcmc_lib.validation import require_number, wrong_type
-
-
-def _array_of_shape(value, name, shape, what):
-    arr = float_array(value, name)
-    if not isinstance(value, np.ndarray):
-        raise wrong_type(name, f"a numpy array of shape {what}", value)
-    if arr.shape != shape:
-        raise ValueError(f"{name} must have shape {what} = {shape}, got {arr.shape}")
+from mcmc_lib.validation import require_array_shape, require_number, wrong_type
 
 
 def _check_stack(stack, per_row, per_chain, numbers, stack_name="cov"):
@@ -139,9 +131,9 @@ def _check_stack(stack, per_row, per_chain, numbers, stack_name="cov"):
         raise ValueError(f"{stack_name} must be a numpy array of one d x d matrix per chain, shape (n_chains, d, d), "
                          f"got {type(stack).__name__} of shape {arr.shape}")
     for name, value in per_row.items():
-        _array_of_shape(value, name, arr.shape[:2], f"(n_chains, d), as {stack_name}")
+        require_array_shape(value, name, arr.shape[:2], f"n_chains x d, as {stack_name}")
     for name, value in per_chain.items():
-        _array_of_shape(value, name, arr.shape[:1], "(n_chains,)")
+        require_array_shape(value, name, arr.shape[:1], "one per chain")
     for name, value in numbers.items():
         require_number(value, name)
 
@@ -155,7 +147,7 @@ def _check_success_arguments(sigma, success_rate, success, target_success, smoot
     n = np.shape(float_array(sigma, "sigma"))
     if not isinstance(sigma, np.ndarray) or len(n) != 1:
         raise ValueError(f"sigma must be a numpy array of one step size per chain, shape (n_chains,), got {n}")
-    _array_of_shape(success_rate, "success_rate", n, "(n_chains,), as sigma")
+    require_array_shape(success_rate, "success_rate", n, "one per chain, as sigma")
     if not isinstance(success, np.ndarray) or success.dtype != bool:
         raise wrong_type("success", "a numpy array of booleans (the accept indicators), shape (n_chains,)", success)
     if success.shape != n:

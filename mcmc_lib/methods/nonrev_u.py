@@ -133,15 +133,18 @@ def _refuse_frozen_level(delta, noise):
 class NonreversibleUSampler(Sampler):
     """Shared parts: per-chain step size, delta and noise; v in the state; the decision (eqs.
     eq-nru-wrap, eq-nru-accept, eq-nru-rescale). delta=None gives the standard method: noise 1,
-    i.e. u independent for every decision. No warm-up adaptation: the paper tunes by grid search."""
+    i.e. u independent for every decision. No warm-up adaptation: the paper tunes by grid search.
+    step_size=None: the proposal keeps its own (another chapter's sampler whose decision this replaces)."""
 
     def __init__(self, target, step_size, delta=None, noise=0.0):
         super().__init__(target)
-        _check_per_chain(require_positive(step_size, "step_size"), "step_size")
+        self.initial = {}
+        if step_size is not None:
+            self.initial["step_size"] = _check_per_chain(require_positive(step_size, "step_size"), "step_size")
         noise = _check_range(noise, "noise", 0.0, 1.0)          # checked also where delta=None replaces it
         if delta is None:
             delta, noise = 0.0, 1.0
-        self.initial = {"step_size": step_size, "delta": _check_range(delta, "delta", -1.0, 1.0), "noise": noise}
+        self.initial.update(delta=_check_range(delta, "delta", -1.0, 1.0), noise=noise)
         _refuse_frozen_level(delta, noise)
         self.step_size = self.delta = self.noise = None
         self.last_u = None

@@ -477,24 +477,28 @@ class NUTS(Sampler):
             for c in range(x.shape[0]):
                 if self._needs_step_size[c]:
                     self._initialise_step_size(rng, c, state)
-                out = nuts_transition(self.target, state.x[c], state.logp[c], state.grad[c],
-                                      self.step_size[c], self.inv_metric[c], rng,
-                                      self.max_tree_depth, self.max_energy_error)
-                x[c], logp[c], grad[c] = out.point.x, out.point.logp, out.point.grad
-                moved[c] = out.moved
-                self._record(c, out)
+                x[c], logp[c], grad[c], moved[c] = self._transition(rng, c, state)
         self._stepped_since_adapt = True
         info = StepInfo(moved, self.last_accept_stat.copy(), self.last_nonfinite.copy(),
                         self.last_divergent.copy())
         return ChainState(x, logp, grad), info
 
-    def _record(self, c, out: _Transition):
+    def _transition(self, rng, c, state):
+        """One transition of chain c from ``state``, recorded in the per-chain diagnostics: (x, logp, grad,
+        moved). The one place a NUTS variant differs (``slice_nuts.SliceNUTS``)."""
+        out = nuts_transition(self.target, state.x[c], state.logp[c], state.grad[c], self.step_size[c],
+                              self.inv_metric[c], rng, self.max_tree_depth, self.max_energy_error)
+        self._record(c, out)
+        self.last_energy[c] = out.energy
+        return out.point.x, out.point.logp, out.point.grad, out.moved
+
+    def _record(self, c, out):
+        """The diagnostics every NUTS transition reports (``out``: a transition record of either variant)."""
         self.last_tree_depth[c] = out.depth
         self.last_n_leapfrog[c] = out.n_leapfrog
         self.last_divergent[c] = out.divergent
         self.last_nonfinite[c] = out.nonfinite
         self.last_accept_stat[c] = out.accept_stat
-        self.last_energy[c] = out.energy
 
     def _initialise_step_size(self, rng, c, state):
         """Run the heuristic from the chain's current step size and restart its dual averaging."""

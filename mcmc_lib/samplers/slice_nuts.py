@@ -31,7 +31,6 @@ import numpy as np
 
 from ..validation import (float_array, require_int, require_number, require_positive, require_positive_scalar,
                           require_rng, require_target)
-from .base import ChainState, StepInfo
 from .nuts import NUTS
 
 
@@ -205,25 +204,10 @@ class SliceNUTS(NUTS):
         self.warmup_max_tree_depth = require_int(warmup_max_tree_depth, "warmup_max_tree_depth", minimum=1)
         self.delta_max = float(require_positive(delta_max, "delta_max"))
 
-    def step(self, rng, state):
-        if self.adapting and self.n_adapt > 0 and self._stepped_since_adapt:
-            self._end_warmup()      # the harness stopped calling adapt before n_warmup
+    def _transition(self, rng, c, state):
+        """NUTS.step's per-chain transition: the slice variant, with NUTS.m's deeper tree during warm-up."""
         depth_limit = self.warmup_max_tree_depth if self.adapting else self.max_tree_depth
-        x, logp, grad = state.x.copy(), state.logp.copy(), state.grad.copy()
-        moved = np.zeros(x.shape[0], dtype=bool)
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            for c in range(x.shape[0]):
-                if self._needs_step_size[c]:
-                    self._initialise_step_size(rng, c, state)
-                out = slice_nuts_transition(self.target, state.x[c], state.logp[c], state.grad[c],
-                                            self.step_size[c], rng, depth_limit, self.delta_max)
-                x[c], logp[c], grad[c], moved[c] = out.x, out.logp, out.grad, out.moved
-                self.last_tree_depth[c] = out.depth
-                self.last_n_leapfrog[c] = out.n_leapfrog
-                self.last_divergent[c] = out.divergent
-                self.last_nonfinite[c] = out.nonfinite
-                self.last_accept_stat[c] = out.accept_stat
-        self._stepped_since_adapt = True
-        info = StepInfo(moved, self.last_accept_stat.copy(), self.last_nonfinite.copy(),
-                        self.last_divergent.copy())
-        return ChainState(x, logp, grad), info
+        out = slice_nuts_transition(self.target, state.x[c], state.logp[c], state.grad[c], self.step_size[c], rng,
+                                    depth_limit, self.delta_max)
+        self._record(c, out)
+        return out.x, out.logp, out.grad, out.moved
