@@ -112,7 +112,8 @@ def test_an_edit_that_changes_no_result_is_verified_and_the_record_then_reads_cu
 
     class Stored:
         chapter, results = "demo", {"exp": after}
-    assert "code changed since; 2 units rerun under it" in experiments_table(Stored)
+    table = experiments_table(Stored)
+    assert "verified under " in table and "(2 units rerun, identical)" in table and "code changed" not in table
 
 
 def test_a_verified_default_record_is_taken_until_the_code_changes_again(tmp_path, monkeypatch, capsys):
