@@ -244,10 +244,11 @@ def experiments_table(stored) -> str:
         if result.code_changed:
             remarks.append("code changed since")
         elif getattr(result, "verified", None):        # changed, and a sample rerun under it gave these results
-            remarks.append(f"code changed since; {len(result.verified['units'])} units rerun under it "
-                           f"({str(result.verified['commit'])[:7]}"
-                           f"{'+' if result.verified.get('uncommitted_changes') else ''}): identical"
-                           f"{', timings aside' if result.verified.get('timings_aside') else ''}")
+            rerun = len(result.verified["units"])
+            remarks.append(f"verified under {str(result.verified['commit'])[:7]}"
+                           f"{'+' if result.verified.get('uncommitted_changes') else ''} "
+                           f"({rerun} unit{'s' if rerun != 1 else ''} rerun, identical"
+                           f"{' but for times' if result.verified.get('timings_aside') else ''})")
         if record.get("n_units_sharing_a_core"):
             remarks.append(f"{record['n_units_sharing_a_core']} shared a core")
         cells = [name, result.profile, where, record.get("n_units", len(result.values)), commit,

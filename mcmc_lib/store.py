@@ -1387,9 +1387,9 @@ def verification_text(verified: dict, n_units: int) -> str:
         raise ValueError(f"verified must be a 'verified' entry of a record's provenance (verify_record), with "
                          f"{missing}, got the keys {sorted(verified)}")
     rerun = len(verified["units"])
-    return (f"{rerun} of its {_units(n_units)}, rerun under the current code (commit {_commit(verified)}, "
-            f"{verified['date'][:10]}), gave identical results"
-            + (" (their measured times aside)" if verified.get("timings_aside") else ""))
+    return (f"{rerun} of its {_units(n_units)} rerun under commit {_commit(verified)} "
+            f"({verified['date'][:10]}): identical results"
+            + (" (times aside)" if verified.get("timings_aside") else ""))
 
 
 def _finish_times(stored) -> str:

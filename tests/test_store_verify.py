@@ -102,8 +102,8 @@ def test_an_edit_that_changes_no_result_is_verified_and_the_record_then_reads_cu
     after = store.largest_scale("demo", "exp", checked, **options)
     assert not after.code_changed and after.verified == entry and after.source == "store"
     assert after.values[1]["eig"].tobytes() == ran.values[1]["eig"].tobytes()
-    assert ("the experiment's functions changed since; 2 of its 4 units, rerun under the current code (commit "
-            in after.provenance and "gave identical results." in after.provenance)
+    assert ("the experiment's functions changed since; 2 of its 4 units rerun under commit "
+            in after.provenance and ": identical results." in after.provenance)
     record = store.read_store("demo", "exp", options["store_dir"])
     assert store.code_changes(record["provenance"], checked) == [] and store.store_mismatch(record, checked) == ""
     assert store.verify_record(path, checked).status == "current" and len(calls(counter)) == 2
@@ -112,7 +112,8 @@ def test_an_edit_that_changes_no_result_is_verified_and_the_record_then_reads_cu
 
     class Stored:
         chapter, results = "demo", {"exp": after}
-    assert "code changed since; 2 units rerun under it" in experiments_table(Stored)
+    table = experiments_table(Stored)
+    assert "verified under " in table and "(2 units rerun, identical)" in table and "code changed" not in table
 
 
 def test_a_verified_default_record_is_taken_until_the_code_changes_again(tmp_path, monkeypatch, capsys):
@@ -139,7 +140,7 @@ def test_a_verified_default_record_is_taken_until_the_code_changes_again(tmp_pat
     taken = store.largest_scale("demo", "exp", unit_list, **options)
     assert taken.source == "store" and len(calls(counter)) == 10
     assert "so this build takes them rather than recompute them" in taken.provenance
-    assert "mcmc_lib changed since; 2 of its 4 units, rerun under the current code" in taken.provenance
+    assert "mcmc_lib changed since; 2 of its 4 units rerun under commit " in taken.provenance
 
     monkeypatch.setattr(units, "library_code_hash", lambda *args, **kwargs: "mcmc_lib B")
     assert store.largest_scale("demo", "exp", unit_list, **options).source == "run"    # stale again
@@ -237,7 +238,7 @@ def test_measured_times_are_set_aside_listed_and_not_enough_alone(tmp_path, monk
     assert outcome.status == "verified", outcome.message
     entry = json.loads((tmp_path / "paper" / "demo" / "timed.json").read_text())["provenance"]["verified"][0]
     assert entry["timings_aside"] == [f"units[{i}]/summary/seconds" for i in outcome.units]
-    assert "(their measured times aside)" in outcome.message
+    assert "(times aside)" in outcome.message
     alone = store.verify_record(tmp_path / "paper" / "demo" / "alone.json",
                                 [Unit(checked, dict(n=5, only_time=True), seed=[1, 0])])
     assert alone.status == "refused" and "measured times alone" in alone.message
