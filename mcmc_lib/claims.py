@@ -99,6 +99,10 @@ class Estimate:
     # An unpaired comparison x vs y keeps x's replicates and seeds above and y's here
     # ({"replicates": [...], "seeds": [...]}); empty for every other estimate.
     second_sample: dict = field(default_factory=dict)
+    # How the interval was built from the replicates, so that it can be stated at another level
+    # (``at_level``): "student" or "student-log" (from_replicates, paired_*), "welch" or "welch-log"
+    # (unpaired_*); "" for an interval given as numbers or a win fraction.
+    interval: str = ""
 
     def __post_init__(self):
         for name in ("value", "low", "high"):
@@ -112,6 +116,9 @@ class Estimate:
         self.seeds = require_sequence(self.seeds, "seeds")
         self.spread = require_number(self.spread, "spread", finite=False)
         require_mapping(self.second_sample, "second_sample")
+        if self.interval not in RESTATABLE_INTERVALS + ("",):
+            raise ValueError(f"interval must be one of {RESTATABLE_INTERVALS} or \"\" (given as numbers), got "
+                             f"{self.interval!r}")
 
     @classmethod
     def from_replicates(cls, values, seeds=None, level: float = 0.95, log_scale: bool = False) -> "Estimate":
@@ -134,7 +141,8 @@ class Estimate:
             mean, low, high = math.exp(mean), math.exp(low), math.exp(high)
         method = (f"{'geometric ' if log_scale else ''}mean of {n} independent replicates, "
                   f"{100 * level:.0f}% Student-t interval")
-        return cls(mean, low, high, n, level, method, values.tolist(), seeds, sd)
+        return cls(mean, low, high, n, level, method, values.tolist(), seeds, sd,
+                   interval="student-log" if log_scale else "student")
 
     @classmethod
     def from_interval(cls, value, low, high, n_replicates: int, method: str, level: float = 0.95,
@@ -222,7 +230,7 @@ class Estimate:
         difference, half, df = _welch(x, y, level)
         method = (f"difference of means of {x.size} and {y.size} independent replicates (unpaired), "
                   f"{100 * level:.0f}% Welch interval (df {df:.1f})")
-        return cls._unpaired(difference, half, x, y, seeds_x, seeds_y, level, method)
+        return cls._unpaired(difference, half, x, y, seeds_x, seeds_y, level, method, "welch")
 
     @classmethod
     def unpaired_ratio(cls, x, y, *, seeds_x=None, seeds_y=None, level: float = 0.95) -> "Estimate":
@@ -238,19 +246,41 @@ class Estimate:
         # "geometric" first: Rule.gap reads the method to project on the log scale
         method = (f"geometric mean ratio of {x.size} and {y.size} independent replicates (unpaired), "
                   f"{100 * level:.0f}% Welch interval on log values (df {df:.1f}), mapped back")
-        estimate = cls._unpaired(difference, half, log_x, log_y, seeds_x, seeds_y, level, method)
+        estimate = cls._unpaired(difference, half, log_x, log_y, seeds_x, seeds_y, level, method, "welch-log")
         estimate.value, estimate.low, estimate.high = (math.exp(v) for v in (estimate.value, estimate.low,
                                                                              estimate.high))
         estimate.replicates, estimate.second_sample["replicates"] = x.tolist(), y.tolist()
         return estimate
 
     @classmethod
-    def _unpaired(cls, difference, half, x, y, seeds_x, seeds_y, level, method) -> "Estimate":
+    def _unpaired(cls, difference, half, x, y, seeds_x, seeds_y, level, method, interval) -> "Estimate":
         seeds_x = _seed_per_replicate(seeds_x, x.size, "seeds_x")
         seeds_y = _seed_per_replicate(seeds_y, y.size, "seeds_y")
         spread = math.sqrt(x.var(ddof=1) + y.var(ddof=1))
         return cls(difference, difference - half, difference + half, min(x.size, y.size), level, method,
-                   x.tolist(), seeds_x, spread, {"replicates": y.tolist(), "seeds": seeds_y})
+                   x.tolist(), seeds_x, spread, {"replicates": y.tolist(), "seeds": seeds_y}, interval)
+
+    def at_level(self, level: float) -> "Estimate":
+        """The same estimate with its interval at another ``level``, rebuilt from its replicates as it was
+        built (Student-t or Welch, on log values for a ratio); value, replicates and seeds unchanged. An
+        interval given as numbers, or a win fraction, cannot be restated: ValueError."""
+        level = require_probability(level, "level")
+        if self.interval not in RESTATABLE_INTERVALS:
+            raise ValueError(f"this estimate's interval ({self.method or 'given as numbers'}) was not built from "
+                             "its replicates here, so it cannot be stated at another level: build it with "
+                             "from_replicates, paired_difference, paired_ratio or unpaired_* to compare it at "
+                             f"level {level}")
+        log_scale = self.interval.endswith("-log")
+        seeds = self.seeds or None
+        if self.interval.startswith("student"):
+            rebuilt = Estimate.from_replicates(self.replicates, seeds, level, log_scale=log_scale)
+        else:
+            build = Estimate.unpaired_ratio if log_scale else Estimate.unpaired_difference
+            rebuilt = build(self.replicates, self.second_sample["replicates"], seeds_x=seeds,
+                            seeds_y=self.second_sample.get("seeds") or None, level=level)
+        method = self.method.replace(f"{100 * self.level:.0f}%", _percent(level), 1)
+        return Estimate(self.value, min(rebuilt.low, self.value), max(rebuilt.high, self.value), self.n_replicates,
+                        level, method, self.replicates, self.seeds, self.spread, self.second_sample, self.interval)
 
     def text(self, digits: int | None = None) -> str:
         """"value [low, high]". By default at the precision the interval supports: the narrower side of the
@@ -315,6 +345,18 @@ def _pairs(x, y, seeds):
         raise ValueError("seeds must name the seed each pair shares: pair only what the design pairs (common "
                          "random numbers, the same data draw); independent runs take the unpaired_ constructors")
     return x, y
+
+
+RESTATABLE_INTERVALS = ("student", "student-log", "welch", "welch-log")
+
+
+def _percent(level: float) -> str:
+    """A level as a percentage with the digits it needs: 95%, 97.5%, 99.17%."""
+    for digits in range(0, 4):
+        text = f"{100 * level:.{digits}f}"
+        if abs(float(text) - 100 * level) < 1e-9:
+            return text + "%"
+    return f"{100 * level:.3f}%"
 
 
 def _welch(x: np.ndarray, y: np.ndarray, level: float):
@@ -603,8 +645,8 @@ def each_must_pass(outcomes) -> str:
     else inconclusive. An intersection of one-sided tests, each at the rule's level, keeps the chance of
     "reproduced" for samplers that are in fact equal at most that of one test (2.5% for 95% intervals):
     deciding against "the best of the others" would not, as E[X - min(A, B)] > 0 even when X, A and B are
-    identical. "Not reproduced" is a union: for k competitors equal to X it comes at up to k times that
-    rate (the issue's rule; a chapter that finds this too eager can state wider intervals in its rule).
+    identical. "Not reproduced" is a union: one failing comparison decides it, so each comparison's
+    outcome should come from ``each_comparison`` (a failure counts at the family-wise level).
     ``outcomes``: any iterable of outcomes (a list, a generator, a dict's values), at least one."""
     if isinstance(outcomes, (str, bytes)):
         raise ValueError(f"outcomes must be a list of outcomes, one per comparison, got the string {outcomes!r} "
@@ -621,6 +663,32 @@ def each_must_pass(outcomes) -> str:
     if NOT_REPRODUCED in outcomes:
         return NOT_REPRODUCED
     return REPRODUCED if all(o == REPRODUCED for o in outcomes) else INCONCLUSIVE
+
+
+def each_comparison(rule: "Rule", estimates: dict) -> tuple[dict, dict]:
+    """Each comparison's outcome in a claim "X beats each of k others", and the estimate that decided it.
+
+    The book's convention for such claims, both ways at 95%: a comparison passes at the rule's level (every
+    one must pass, and an intersection of one-sided tests needs no correction: equal samplers come out
+    "reproduced" at most 2.5% of the time), but a single comparison decides "not reproduced", so a failure
+    counts only when it holds at the family-wise level 1 - (1 - level) / k (Bonferroni: equal samplers
+    come out "not reproduced" at most 2.5% of the time, whatever k). A comparison that fails at the rule's
+    level but not at the family-wise one is inconclusive, and its decided estimate is the wider one (what
+    would decide it is counted at that level). Returns ({name: outcome}, {name: estimate})."""
+    if not isinstance(rule, Rule):
+        raise wrong_type("rule", "a mcmc_lib.claims.Rule (the claim's declared rule)", rule)
+    if not isinstance(estimates, dict) or not estimates or not all(isinstance(e, Estimate) for e in estimates.values()):
+        raise ValueError(f"estimates must map each competitor to a mcmc_lib.claims.Estimate, got {estimates!r}")
+    k = len(estimates)
+    outcomes, decided = {}, {}
+    for name, estimate in estimates.items():
+        outcome = rule.decide(estimate)
+        if outcome == NOT_REPRODUCED and k > 1:
+            wider = estimate.at_level(1 - (1 - estimate.level) / k)
+            if rule.decide(wider) != NOT_REPRODUCED:
+                outcome, estimate = INCONCLUSIVE, wider
+        outcomes[str(name)], decided[str(name)] = outcome, estimate
+    return outcomes, decided
 
 
 # --------------------------------------------------------------------------------------------------
@@ -976,8 +1044,8 @@ class ClaimsRegistry:
         n = min(e.n_replicates for e in estimates.values())
         _check_planned(planned, n)
         stages = _stages(stages, planned if planned is not None else n)
-        outcomes = {str(name): rule.decide(e) for name, e in estimates.items()}
-        estimates = {str(name): e for name, e in estimates.items()}
+        rule_level = min(e.level for e in estimates.values())
+        outcomes, estimates = each_comparison(rule, estimates)
         outcome = each_must_pass(outcomes.values())
         deciding = _deciding_comparison(rule, estimates, outcomes)
         parts = [_stages_text(stages)] if stages else []
@@ -986,8 +1054,7 @@ class ClaimsRegistry:
             parts.append(_pending_text(planned, n, outcome))
             outcome = INCONCLUSIVE
         parts.append(note.strip())
-        parts.append("Decided against each competitor alone, every one must pass: "
-                     + ", ".join(f"vs {name} {o}" for name, o in outcomes.items()) + ".")
+        parts.append(_each_text(outcomes, rule_level))
         if outcome == INCONCLUSIVE and not pending:
             undecided = [name for name, o in outcomes.items() if o == INCONCLUSIVE]
             counts = [rule.replicates_to_decide(estimates[name]) for name in undecided]
@@ -1000,7 +1067,8 @@ class ClaimsRegistry:
         claim.outcome = outcome
         claim.estimate = asdict(estimates[deciding])
         claim.comparisons = {name: {"outcome": outcomes[name], "estimate": asdict(e)} for name, e in estimates.items()}
-        claim.reproduced = "; ".join(f"vs {name} {e.text()}" for name, e in estimates.items()) + f" (R = {n})"
+        claim.reproduced = "; ".join(f"vs {name} {e.text()}" + (f" ({_percent(e.level)})" if e.level != 0.95 else "")
+                                     for name, e in estimates.items()) + f" (R = {n})"
         claim.stages = stages
         return self._record(id, claim, parts, cause)
 
@@ -1119,6 +1187,16 @@ def _pending_text(planned: int, n_replicates: int, outcome: str) -> str:
 def _same_rule(a: Rule, b: Rule) -> bool:
     """Two rules alike in every field (compared as JSON, so that unset thresholds, NaN, compare equal)."""
     return type(a) is type(b) and json.dumps(asdict(a)) == json.dumps(asdict(b))
+
+
+def _each_text(outcomes: dict, rule_level: float) -> str:
+    """The sentence of a "beats each" claim's note that says how it was decided, comparison by comparison."""
+    k = len(outcomes)
+    if k == 1:
+        return f"Decided against {next(iter(outcomes))} alone: {next(iter(outcomes.values()))}."
+    return (f"Decided against each competitor alone: every one must pass at {_percent(rule_level)}, and one that "
+            f"fails counts against the claim only at the family-wise {_percent(1 - (1 - rule_level) / k)} "
+            f"(Bonferroni, {k} comparisons): " + ", ".join(f"vs {name} {o}" for name, o in outcomes.items()) + ".")
 
 
 def _deciding_comparison(rule: Rule, estimates: dict, outcomes: dict) -> str:
