@@ -351,12 +351,8 @@ RESTATABLE_INTERVALS = ("student", "student-log", "welch", "welch-log")
 
 
 def _percent(level: float) -> str:
-    """A level as a percentage with the digits it needs: 95%, 97.5%, 99.17%."""
-    for digits in range(0, 4):
-        text = f"{100 * level:.{digits}f}"
-        if abs(float(text) - 100 * level) < 1e-9:
-            return text + "%"
-    return f"{100 * level:.3f}%"
+    """A level as a percentage to one decimal, as a reader takes it in: 95%, 97.5%, 99.3%."""
+    return f"{100 * level:.1f}".removesuffix(".0") + "%"
 
 
 def _welch(x: np.ndarray, y: np.ndarray, level: float):
