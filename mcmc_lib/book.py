@@ -227,10 +227,15 @@ def provenance_block(profile: str, seeds, scale: str | None = None, stored=None,
                 f"{table}</details>")
 
 
+def _short_commit(entry: dict) -> str:
+    """A run's or a verification's commit as a table shows it: 7 characters, "+" for uncommitted changes."""
+    return str(entry.get("commit", ""))[:7] + ("+" if entry.get("uncommitted_changes") else "")
+
+
 def experiments_table(stored) -> str:
     """Where each experiment's results came from, a row each: the profile whose scale they have, the file
     or this build, units, commit, date, computing time, and whether the code changed since (HTML)."""
-    from .store import duration_text
+    from .store import _units, duration_text
 
     _require_experiments(stored)
     e = html.escape
@@ -239,15 +244,13 @@ def experiments_table(stored) -> str:
         record = result.record or {}
         where = "store" if result.source == "store" else "this build"
         compute = record.get("unit_cpu_seconds_total") or record.get("unit_seconds_total")
-        commit = str(record.get("commit", ""))[:7] + ("+" if record.get("uncommitted_changes") else "")
+        commit = _short_commit(record)
         remarks = []
         if result.code_changed:
             remarks.append("code changed since")
         elif getattr(result, "verified", None):        # changed, and a sample rerun under it gave these results
-            rerun = len(result.verified["units"])
-            remarks.append(f"verified under {str(result.verified['commit'])[:7]}"
-                           f"{'+' if result.verified.get('uncommitted_changes') else ''} "
-                           f"({rerun} unit{'s' if rerun != 1 else ''} rerun, identical"
+            remarks.append(f"verified under {_short_commit(result.verified)} "
+                           f"({_units(len(result.verified['units']))} rerun, identical"
                            f"{' but for times' if result.verified.get('timings_aside') else ''})")
         if record.get("n_units_sharing_a_core"):
             remarks.append(f"{record['n_units_sharing_a_core']} shared a core")

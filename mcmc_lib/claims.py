@@ -140,7 +140,7 @@ class Estimate:
         if log_scale:
             mean, low, high = math.exp(mean), math.exp(low), math.exp(high)
         method = (f"{'geometric ' if log_scale else ''}mean of {n} independent replicates, "
-                  f"{100 * level:.0f}% Student-t interval")
+                  f"{_percent(level)} Student-t interval")
         return cls(mean, low, high, n, level, method, values.tolist(), seeds, sd,
                    interval="student-log" if log_scale else "student")
 
@@ -203,7 +203,7 @@ class Estimate:
         x, y = _pairs(x, y, seeds)
         estimate = cls.from_replicates(x - y, seeds, level)
         estimate.method = (f"mean paired difference over {x.size} pairs sharing their seeds (common random "
-                           f"numbers or data draw), {100 * level:.0f}% Student-t interval")
+                           f"numbers or data draw), {_percent(level)} Student-t interval")
         return estimate
 
     @classmethod
@@ -216,7 +216,7 @@ class Estimate:
         estimate = cls.from_replicates(x / y, seeds, level, log_scale=True)
         # "geometric" first: Rule.gap reads the method to project on the log scale
         estimate.method = (f"geometric mean of paired ratios over {x.size} pairs sharing their seeds (common "
-                           f"random numbers or data draw), {100 * level:.0f}% Student-t interval on log values")
+                           f"random numbers or data draw), {_percent(level)} Student-t interval on log values")
         return estimate
 
     @classmethod
@@ -229,7 +229,7 @@ class Estimate:
         level = require_probability(level, "level")
         difference, half, df = _welch(x, y, level)
         method = (f"difference of means of {x.size} and {y.size} independent replicates (unpaired), "
-                  f"{100 * level:.0f}% Welch interval (df {df:.1f})")
+                  f"{_percent(level)} Welch interval (df {df:.1f})")
         return cls._unpaired(difference, half, x, y, seeds_x, seeds_y, level, method, "welch")
 
     @classmethod
@@ -245,7 +245,7 @@ class Estimate:
         difference, half, df = _welch(log_x, log_y, level)
         # "geometric" first: Rule.gap reads the method to project on the log scale
         method = (f"geometric mean ratio of {x.size} and {y.size} independent replicates (unpaired), "
-                  f"{100 * level:.0f}% Welch interval on log values (df {df:.1f}), mapped back")
+                  f"{_percent(level)} Welch interval on log values (df {df:.1f}), mapped back")
         estimate = cls._unpaired(difference, half, log_x, log_y, seeds_x, seeds_y, level, method, "welch-log")
         estimate.value, estimate.low, estimate.high = (math.exp(v) for v in (estimate.value, estimate.low,
                                                                              estimate.high))
@@ -278,7 +278,7 @@ class Estimate:
             build = Estimate.unpaired_ratio if log_scale else Estimate.unpaired_difference
             rebuilt = build(self.replicates, self.second_sample["replicates"], seeds_x=seeds,
                             seeds_y=self.second_sample.get("seeds") or None, level=level)
-        method = self.method.replace(f"{100 * self.level:.0f}%", _percent(level), 1)
+        method = self.method.replace(_percent(self.level), _percent(level), 1)
         return Estimate(self.value, min(rebuilt.low, self.value), max(rebuilt.high, self.value), self.n_replicates,
                         level, method, self.replicates, self.seeds, self.spread, self.second_sample, self.interval)
 
@@ -1033,15 +1033,12 @@ class ClaimsRegistry:
         failed, else the closest undecided or closest reproduced one); ``note``, ``cause``, ``profile``,
         ``planned`` and ``stages`` as in ``decide``."""
         claim, rule = self._declared_for(id, profile)
-        if not isinstance(estimates, dict) or not estimates or not all(
-                isinstance(e, Estimate) for e in estimates.values()):
-            raise ValueError("estimates must map each competitor to a mcmc_lib.claims.Estimate, got "
-                             f"{estimates!r}")
+        outcomes, decided = each_comparison(rule, estimates)        # checks the estimates
+        rule_level = min(e.level for e in estimates.values())
+        estimates = decided
         n = min(e.n_replicates for e in estimates.values())
         _check_planned(planned, n)
         stages = _stages(stages, planned if planned is not None else n)
-        rule_level = min(e.level for e in estimates.values())
-        outcomes, estimates = each_comparison(rule, estimates)
         outcome = each_must_pass(outcomes.values())
         deciding = _deciding_comparison(rule, estimates, outcomes)
         parts = [_stages_text(stages)] if stages else []
@@ -1063,7 +1060,7 @@ class ClaimsRegistry:
         claim.outcome = outcome
         claim.estimate = asdict(estimates[deciding])
         claim.comparisons = {name: {"outcome": outcomes[name], "estimate": asdict(e)} for name, e in estimates.items()}
-        claim.reproduced = "; ".join(f"vs {name} {e.text()}" + (f" ({_percent(e.level)})" if e.level != 0.95 else "")
+        claim.reproduced = "; ".join(f"vs {name} {e.text()}" + (f" ({_percent(e.level)})" if e.level != rule_level else "")
                                      for name, e in estimates.items()) + f" (R = {n})"
         claim.stages = stages
         return self._record(id, claim, parts, cause)
