@@ -687,6 +687,14 @@ def each_comparison(rule: "Rule", estimates: dict) -> tuple[dict, dict]:
     return outcomes, decided
 
 
+def deciding_comparison(rule: "Rule", estimates: dict) -> str:
+    """The competitor whose comparison decides "X beats each" under ``each_comparison``'s convention (what
+    a verdict table shows beside such a claim): the first that fails, else the undecided one, or (all
+    passing) the passing one, closest to the rule's threshold."""
+    outcomes, decided = each_comparison(rule, estimates)
+    return _deciding_comparison(rule, decided, outcomes)
+
+
 # --------------------------------------------------------------------------------------------------
 # "A figure's cells agree with the published values": one claim, one test over its cells
 # --------------------------------------------------------------------------------------------------

@@ -451,3 +451,13 @@ def test_the_verdict_table_shows_the_comparison_that_decides(tmp_path):
     assert "vs B " in row and "deciding one of 3 comparisons" in row
     assert "vs A " not in row and "vs C " not in row
     assert "vs A " in claims.claims_html("demo", record)
+
+
+def test_deciding_comparison_is_the_failure_else_the_undecided_else_the_closest_pass():
+    rule = Rule.greater("difference", 0.0, why="X beats each")
+    passing = {"A": Estimate(2.0, 1.0, 3.0, 10), "B": Estimate(1.0, 0.2, 1.8, 10), "C": Estimate(3.0, 2.0, 4.0, 10)}
+    assert claims.deciding_comparison(rule, passing) == "B"          # nearest the threshold among passes
+    undecided = {**passing, "D": Estimate(0.5, -0.5, 1.5, 10)}
+    assert claims.deciding_comparison(rule, undecided) == "D"
+    failing = {**undecided, "E": Estimate.from_replicates([-5.0, -5.1, -4.9, -5.05])}
+    assert claims.deciding_comparison(rule, failing) == "E"

@@ -731,6 +731,9 @@ def methods_cases():
         "mcmc_lib.claims.each_comparison": [
             S("estimates", lambda: C.each_comparison(C.Rule.greater("d", 0.0, "w"), {})),
             T("rule", lambda: C.each_comparison("greater", {"A": C.Estimate.from_replicates([1.0, 2.0])}))],
+        "mcmc_lib.claims.deciding_comparison": [
+            S("estimates", lambda: C.deciding_comparison(C.Rule.greater("d", 0.0, "w"), {})),
+            T("rule", lambda: C.deciding_comparison("greater", {"A": C.Estimate.from_replicates([1.0, 2.0])}))],
         "mcmc_lib.claims.each_must_pass": [S("outcomes", lambda: C.each_must_pass("reproduced")),
                                            T("outcomes", lambda: C.each_must_pass(3))],
         "mcmc_lib.claims.evidence_link": [S("stem", lambda: C.evidence_link(["gsm"], "sec-x")),
