@@ -1306,6 +1306,26 @@ class Experiments:
             return record["compute_wall_seconds"]
         return record["wall_seconds"]
 
+    def require_one_machine(self, *names: str) -> None:
+        """Refuse to compare the seconds of experiments timed on different machines. A ratio of times
+        between two runs measures their machines as much as their samplers: this project's sittings ran on
+        hosts whose CPU names are the same ("AMD EPYC") but whose speeds differ by up to about 2.3 times.
+        A machine is the one that wrote the run, named by its platform string (which names the host), CPU
+        and floating point; a run whose units were computed on several machines cannot be compared either.
+        The remedy is to time them again in one sitting (``make paper RERUN_SHARED=... RERUN_BEFORE=...``)."""
+        if len(names) < 2:
+            raise ValueError(f"names must list at least two experiments run by this Experiments, got {list(names)}")
+        missing = [name for name in names if name not in self.results]
+        if missing:
+            raise ValueError(f"names must be experiments run by this Experiments, got {missing} (not run yet)")
+        machines = {name: timing_machine(self.results[name].record) for name in names}
+        if len(set(machines.values())) > 1:
+            listed = "; ".join(f"{name}: {machine}" for name, machine in machines.items())
+            joined = " ".join(f"{self.chapter}/{name}" for name in names)
+            raise ValueError(f"experiments {list(names)} were timed on different machines ({listed}), so their "
+                             f"seconds cannot be compared: time them again in one sitting, make paper "
+                             f"RERUN_SHARED=\"{joined}\" RERUN_BEFORE=<now>")
+
     def stored_unit_seconds(self, name: str) -> list | None:
         """The compute time of each unit of ``name``'s stored paper-profile run (``unit_compute_seconds``),
         or None when it is not stored: what a page says its paper run cost, whatever this build ran."""
@@ -1324,6 +1344,19 @@ class Experiments:
     def show_provenance(self, *names: str) -> None:
         from IPython.display import Markdown, display
         display(Markdown(self.provenance(*names)))
+
+
+def timing_machine(provenance: dict) -> str:
+    """The machine whose clock a run's times read: the platform, CPU and floating point of the machine that
+    wrote it, or "several machines" when its units were computed on more than one (``unit_machines``)."""
+    require_mapping(provenance, "provenance")
+    writer = provenance.get("machine")
+    if not isinstance(writer, dict) or "platform" not in writer or "cpu" not in writer:
+        raise ValueError("provenance must hold the machine that wrote the run ('machine' with its 'platform' and "
+                         f"'cpu'), got {writer!r}")
+    if len(provenance.get("unit_machines") or {}) > 1:
+        return "several machines"
+    return f"{writer['platform']}, {unit_runner.label_of(writer['cpu'], writer.get('floating_point'))}"
 
 
 def _from_store(record, units, path, code=None) -> ExperimentResults:

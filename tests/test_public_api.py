@@ -426,6 +426,8 @@ def library_cases():
                                           T("units", lambda: store.store_mismatch(stored_record(), 3))],
         "mcmc_lib.store.store_path": [S("chapter", lambda: store.store_path(["kmc"], "x", here)),
                                       T("name", lambda: store.store_path("kmc", 3, here))],
+        "mcmc_lib.store.timing_machine": [S("provenance", lambda: store.timing_machine({"machine": "AMD EPYC"})),
+                                          T("provenance", lambda: store.timing_machine("AMD EPYC"))],
         "mcmc_lib.store.unit_compute_seconds": [S("entry", lambda: store.unit_compute_seconds({"cpu_seconds": None})),
                                                 T("entry", lambda: store.unit_compute_seconds(3))],
         "mcmc_lib.store.unit_machine_counts": [S("machines", lambda: store.unit_machine_counts("abc")),

@@ -1236,3 +1236,34 @@ def test_experiments_refuse_a_string_of_names_and_runs_without_units(tmp_path):
         experiments.values("fig1", [])
     with pytest.raises(ValueError, match="units must list"):
         store.largest_scale("demo", "fig1", units=[], store_dir=tmp_path)
+
+
+def _timed_run(platform_name, cpu="AMD EPYC", unit_machines=None):
+    """An ExperimentResults whose provenance says which machine timed it."""
+    record = {"machine": {"platform": platform_name, "cpu": cpu, "floating_point": "portable"}}
+    if unit_machines is not None:
+        record["unit_machines"] = unit_machines
+    return store.ExperimentResults([], [], [], {}, "paper", "store", False, "", record)
+
+
+def test_seconds_of_experiments_timed_on_different_machines_are_not_compared(tmp_path):
+    """Experiments.require_one_machine passes runs written by one machine and refuses runs of two hosts
+    (same CPU name, other platform), a run computed on several machines, and names not run, each with a
+    ValueError naming the experiments and the remedy."""
+    chapter = store.Experiments("demo", ["table", "extra"], {}, store_dir=tmp_path)
+    chapter.results["table"] = _timed_run("Linux-6.18.44-fc-v595-x86_64")
+    chapter.results["extra"] = _timed_run("Linux-6.18.44-fc-v595-x86_64")
+    chapter.require_one_machine("table", "extra")
+    chapter.results["extra"] = _timed_run("Linux-6.18.44-fc-v657-x86_64")
+    with pytest.raises(ValueError, match=r"timed on different machines.*fc-v657.*RERUN_SHARED=\"demo/table demo/extra\""):
+        chapter.require_one_machine("table", "extra")
+    chapter.results["extra"] = _timed_run("Linux-6.18.44-fc-v595-x86_64",
+                                          unit_machines={"AMD EPYC, portable": 3, "Intel Xeon, portable": 2})
+    with pytest.raises(ValueError, match="several machines"):
+        chapter.require_one_machine("table", "extra")
+    with pytest.raises(ValueError, match=r"not run yet"):
+        chapter.require_one_machine("table", "missing")
+    with pytest.raises(ValueError, match="at least two"):
+        chapter.require_one_machine("table")
+    with pytest.raises(ValueError, match="platform"):
+        store.timing_machine({"machine": {"cpu": "AMD EPYC"}})
