@@ -1309,7 +1309,7 @@ class Experiments:
     def require_one_machine(self, *names: str) -> None:
         """Refuse to compare the seconds of experiments timed on different machines. A ratio of times
         between two runs measures their machines as much as their samplers: this project's sittings ran on
-        hosts whose CPU names are the same ("AMD EPYC") but whose speeds differ by up to about 2.3 times.
+        hosts whose CPU names are the same ("AMD EPYC") but whose speeds differ by up to about 2.6 times.
         A machine is the one that wrote the run, named by its platform string (which names the host), CPU
         and floating point; a run whose units were computed on several machines cannot be compared either.
         The remedy is to time them again in one sitting (``make paper RERUN_SHARED=... RERUN_BEFORE=...``)."""
@@ -1319,7 +1319,7 @@ class Experiments:
         if missing:
             raise ValueError(f"names must be experiments run by this Experiments, got {missing} (not run yet)")
         machines = {name: timing_machine(self.results[name].record) for name in names}
-        if len(set(machines.values())) > 1:
+        if len(set(machines.values())) > 1 or SEVERAL_MACHINES in machines.values():
             listed = "; ".join(f"{name}: {machine}" for name, machine in machines.items())
             joined = " ".join(f"{self.chapter}/{name}" for name in names)
             raise ValueError(f"experiments {list(names)} were timed on different machines ({listed}), so their "
@@ -1346,6 +1346,9 @@ class Experiments:
         display(Markdown(self.provenance(*names)))
 
 
+SEVERAL_MACHINES = "several machines"      # a run whose units were computed on more than one
+
+
 def timing_machine(provenance: dict) -> str:
     """The machine whose clock a run's times read: the platform, CPU and floating point of the machine that
     wrote it, or "several machines" when its units were computed on more than one (``unit_machines``)."""
@@ -1355,7 +1358,7 @@ def timing_machine(provenance: dict) -> str:
         raise ValueError("provenance must hold the machine that wrote the run ('machine' with its 'platform' and "
                          f"'cpu'), got {writer!r}")
     if len(provenance.get("unit_machines") or {}) > 1:
-        return "several machines"
+        return SEVERAL_MACHINES
     return f"{writer['platform']}, {unit_runner.label_of(writer['cpu'], writer.get('floating_point'))}"
 
 

@@ -1261,6 +1261,9 @@ def test_seconds_of_experiments_timed_on_different_machines_are_not_compared(tmp
                                           unit_machines={"AMD EPYC, portable": 3, "Intel Xeon, portable": 2})
     with pytest.raises(ValueError, match="several machines"):
         chapter.require_one_machine("table", "extra")
+    chapter.results["table"] = chapter.results["extra"]            # two runs each of several machines
+    with pytest.raises(ValueError, match="several machines"):
+        chapter.require_one_machine("table", "extra")
     with pytest.raises(ValueError, match=r"not run yet"):
         chapter.require_one_machine("table", "missing")
     with pytest.raises(ValueError, match="at least two"):
