@@ -22,11 +22,10 @@ the function that builds them returns (``ChainState`` and ``StepInfo`` are built
 where a check would cost time, and the sampler that builds them checked its inputs); predicates whose every
 argument value is valid.
 
-**What is pending** (``PENDING``): cases that do not fail clearly yet, in modules whose fixes belong to other work
-this session (the exported methods of the mamba chapter, ``mcmc_lib.methods.mamba``, which is edited through
-that chapter), each with the failure seen. They run as strict expected failures: a
-pending case that starts failing clearly fails ``test_wrong_call_fails_clearly`` until it is taken off the list, so
-the list cannot go stale. The list is to be emptied before the work is committed.
+**What is pending** (``PENDING``): cases that do not fail clearly yet, each with the failure seen, allowed only in
+the modules of ``PENDING_ELSEWHERE`` (none today). They run as strict expected failures: a pending case that starts
+failing clearly fails ``test_wrong_call_fails_clearly`` until it is taken off the list, so the list cannot go
+stale.
 """
 from __future__ import annotations
 
@@ -596,41 +595,10 @@ def _no_parameters(obj) -> bool:
 
 # Cases that do not fail clearly yet, in modules whose fixes belong to other work this session:
 # {"<qualified name>::<shape|type>": what the call does now}. Emptied before committing (module docstring).
-PENDING: dict[str, str] = {
-    'mcmc_lib.methods.mamba.SGConfig::shape': 'returned SGConfig "SGConfig(sampler=\'sgld\', step_size=[0.1, 0.2], batch_size=5, n_leapfrog=1)" without an error',
-    'mcmc_lib.methods.mamba.block_sizes::shape': "AttributeError: 'list' object has no attribute 'dim'",
-    'mcmc_lib.methods.mamba.block_sizes::type': "AttributeError: 'str' object has no attribute 'dim'",
-    'mcmc_lib.methods.mamba.full_scores::shape': 'ValueError: x must have shape (n_chains, 3), got (2, 5)',
-    'mcmc_lib.methods.mamba.full_scores::type': "AttributeError: 'str' object has no attribute 'grad_logp'",
-    'mcmc_lib.methods.mamba.grid_search::type': "TypeError: 'int' object is not callable",
-    'mcmc_lib.methods.mamba.halving_budgets::shape': "TypeError: unsupported operand type(s) for /: 'list' and 'int'",
-    'mcmc_lib.methods.mamba.heuristic_config::type': "AttributeError: 'int' object has no attribute 'startswith'",
-    'mcmc_lib.methods.mamba.lbfgs_mode::type': "AttributeError: 'str' object has no attribute 'dim'",
-    'mcmc_lib.methods.mamba.make_grid::shape': "TypeError: 'int' object is not iterable",
-    'mcmc_lib.methods.mamba.make_grid::type': "AttributeError: 'int' object has no attribute 'startswith'",
-    'mcmc_lib.methods.mamba.n_rounds::shape': "TypeError: '<=' not supported between instances of 'int' and 'list'",
-    'mcmc_lib.methods.mamba.n_rounds::type': "TypeError: '<=' not supported between instances of 'str' and 'int'",
-    'mcmc_lib.methods.mamba.predictive_log_loss::shape': "returned float 'inf' without an error",
-    'mcmc_lib.methods.mamba.predictive_log_loss::type': "returned float 'inf' without an error",
-    'mcmc_lib.methods.mamba.run_sgmcmc::shape': "TypeError: float() argument must be a string or a real number, not 'list'",
-    'mcmc_lib.methods.mamba.run_sgmcmc::type': "AttributeError: 'str' object has no attribute 'grad_fn'",
-    'mcmc_lib.methods.mamba.sghmc_position_gain::shape': 'TypeError: only 0-dimensional arrays can be converted to Python scalars',
-    'mcmc_lib.methods.mamba.sghmc_position_gain::type': "returned float '1.53382658651442' without an error",
-    'mcmc_lib.methods.mamba.sghmc_step::shape': 'ValueError: operands could not be broadcast together with shapes (3,1) (2,3) ',
-    'mcmc_lib.methods.mamba.sghmc_step::type': "TypeError: 'str' object cannot be interpreted as an integer",
-    'mcmc_lib.methods.mamba.sgld_step::shape': 'ValueError: operands could not be broadcast together with shapes (3,1) (2,3) ',
-    'mcmc_lib.methods.mamba.sgld_step::type': "TypeError: 'int' object is not callable",
-    'mcmc_lib.methods.mamba.sgnht_step::shape': 'ValueError: operands could not be broadcast together with shapes (3,1) (2,3) ',
-    'mcmc_lib.methods.mamba.sgnht_step::type': 'ValueError: too many values to unpack (expected 3)',
-    'mcmc_lib.methods.mamba.stein_discrepancy::shape': 'ValueError: x must have shape (n_chains, 3), got (2, 5, 3, 1)',
-    'mcmc_lib.methods.mamba.steps_for_budget::shape': "TypeError: unsupported operand type(s) for /: 'list' and 'float'",
-    'mcmc_lib.methods.mamba.steps_for_budget::type': "AttributeError: 'str' object has no attribute 'cost_per_step'",
-    'mcmc_lib.methods.mamba.successive_halving::shape': "TypeError: unsupported operand type(s) for /: 'list' and 'int'",
-    'mcmc_lib.methods.mamba.successive_halving::type': "TypeError: 'int' object is not callable",
-}
+PENDING: dict[str, str] = {}
 
-# The modules whose pending cases other work this session fixes (see the module docstring).
-PENDING_ELSEWHERE = ("mcmc_lib.methods.mamba.",)
+# The modules in which a case may be pending (see the module docstring): none today.
+PENDING_ELSEWHERE: tuple = ()
 
 
 def all_cases():
@@ -1133,7 +1101,7 @@ def test_the_lists_name_only_what_exists():
 
 def test_pending_names_are_only_in_modules_fixed_elsewhere():
     """The pending list may only name what this work does not fix: the exported methods of the chapters other work
-    is editing (PENDING_ELSEWHERE)."""
+    is editing (PENDING_ELSEWHERE, empty today)."""
     assert [key for key in PENDING if not key.startswith(PENDING_ELSEWHERE)] == []
 
 

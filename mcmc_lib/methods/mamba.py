@@ -14,7 +14,9 @@ import numpy as np
 
 from mcmc_lib import diagnostics
 from mcmc_lib.targets import LogisticRegression, _sigmoid
-from mcmc_lib.validation import require_int, require_positive, require_rng
+from mcmc_lib.validation import (float_array, require_bool, require_callable, require_int, require_number,
+                                 require_positive, require_positive_scalar, require_rng, require_sequence,
+                                 require_str, require_target, wrong_type)
 
 SAMPLERS = ("sgld", "sgld-cv", "sghmc", "sghmc-cv", "sgnht", "sgnht-cv")
 
@@ -154,8 +156,21 @@ class SGState(NamedTuple):
     xi: np.ndarray
 
 
+def _check_step(rng, state, h, grad_fn) -> None:
+    """The arguments every SG step takes: a Generator, an SGState, one step size per chain, a gradient."""
+    require_rng(rng)
+    if not isinstance(state, SGState):
+        raise wrong_type("state", "an SGState (x, v, xi)", state)
+    n_chains = state.x.shape[0]
+    if np.shape(h) != (n_chains,):
+        raise ValueError(f"h must hold one step size per chain, shape ({n_chains},), got shape {np.shape(h)}")
+    require_positive(h, "h")
+    require_callable(grad_fn, "grad_fn")
+
+
 def sgld_step(rng, state: SGState, h, grad_fn) -> SGState:
     """Eq. (eq-mamba-sgld); h: (c,) step sizes."""
+    _check_step(rng, state, h, grad_fn)
     x = state.x
     x = x + h[:, None] * grad_fn(rng, x) + np.sqrt(2.0 * h)[:, None] * rng.standard_normal(x.shape)
     return SGState(x, state.v, state.xi)
@@ -165,6 +180,8 @@ def sghmc_step(rng, state: SGState, h, grad_fn, n_leapfrog: int, alpha: float = 
                stale_gradient: bool = False) -> SGState:
     """Eq. (eq-mamba-sghmc): fresh v ~ N(0, h I), then n_leapfrog steps; returns the end point.
     stale_gradient=True evaluates the gradient before the move, as the original code does."""
+    _check_step(rng, state, h, grad_fn)
+    n_leapfrog = require_int(n_leapfrog, "n_leapfrog", minimum=1)
     x = state.x
     v = np.sqrt(h)[:, None] * rng.standard_normal(x.shape)
     noise_sd = np.sqrt(2.0 * alpha * h)[:, None]
@@ -178,6 +195,7 @@ def sghmc_step(rng, state: SGState, h, grad_fn, n_leapfrog: int, alpha: float = 
 
 def block_sizes(target) -> tuple:
     """The sizes of the target's parameter blocks (``target.blocks``; one block of all d otherwise)."""
+    require_target(target)
     sizes = tuple(int(b) for b in getattr(target, "blocks", (target.dim,)))
     if not sizes or min(sizes) < 1 or sum(sizes) != target.dim:
         raise ValueError(f"blocks must be positive sizes summing to dim = {target.dim}, got {sizes}")
@@ -187,6 +205,7 @@ def block_sizes(target) -> tuple:
 def sgnht_step(rng, state: SGState, h, grad_fn, a: float = 0.01, blocks=None) -> SGState:
     """Eq. (eq-mamba-sgnht): one thermostat per chain and block; blocks: the sizes of the consecutive
     blocks of coordinates (None: one block), xi (c, len(blocks))."""
+    _check_step(rng, state, h, grad_fn)
     x, v, xi = state
     sizes = np.array([x.shape[1]] if blocks is None else blocks)
     v = v + h[:, None] * grad_fn(rng, x) - np.repeat(xi, sizes, axis=1) * v \
@@ -208,7 +227,7 @@ class SGConfig:
     def __post_init__(self):
         if self.sampler not in SAMPLERS:
             raise ValueError(f"sampler must be one of {SAMPLERS}, got {self.sampler!r}")
-        require_positive(self.step_size, "step_size")
+        require_positive_scalar(self.step_size, "step_size")
         require_int(self.batch_size, "batch_size", minimum=1)
         require_int(self.n_leapfrog, "n_leapfrog", minimum=1)
 
@@ -313,6 +332,10 @@ def _stride_chain(thin: int) -> list:
 def steps_for_budget(sampler: SGMCMC, budget: float, budget_kind: str) -> int:
     """Steps a counted budget buys: floor(budget / cost per step), in gradient evaluations
     (``gradients``) or modelled seconds (``model``)."""
+    if not isinstance(sampler, SGMCMC):
+        raise wrong_type("sampler", "an SGMCMC", sampler)
+    budget = require_number(budget, "budget")
+    require_str(budget_kind, "budget_kind", ("gradients", "model"))
     cost = sampler.cost_per_step if budget_kind == "gradients" else sampler.model_cost_per_step
     if cost is None:
         raise ValueError("budget_kind 'model' needs a sampler built with a cost_model")
@@ -333,7 +356,11 @@ def run_sgmcmc(sampler: SGMCMC, state: SGState, rng, budget: float, budget_kind:
     as the kept draws pass 2 min_kept, so memory stays bounded.
     """
     rng = require_rng(rng)
-    budget = float(budget)
+    if not isinstance(sampler, SGMCMC):
+        raise wrong_type("sampler", "an SGMCMC", sampler)
+    if not isinstance(state, SGState):
+        raise wrong_type("state", "an SGState (SGMCMC.init)", state)
+    budget = require_number(budget, "budget", finite=False)
     if not (math.isfinite(budget) and budget >= 0.0):
         raise ValueError(f"budget must be finite and non-negative, got {budget!r}")
     if budget_kind not in BUDGET_KINDS:
@@ -378,8 +405,18 @@ def run_sgmcmc(sampler: SGMCMC, state: SGState, rng, budget: float, budget_kind:
 METRICS = ("ksd", "fssd")
 
 
+def _draws(value, dim: int, name: str) -> np.ndarray:
+    """``value`` as draws (M, dim): one chain's states, one row per draw."""
+    draws = float_array(value, name)
+    if draws.ndim != 2 or draws.shape[1] != dim:
+        raise ValueError(f"{name} must be one chain's draws, shape (n_draws, {dim}), got shape {draws.shape}")
+    return draws
+
+
 def full_scores(target, points, max_elements: int = 20_000_000) -> np.ndarray:
     """Full-data grad log pi at points (M, d), in chunks of at most max_elements of X w products."""
+    require_target(target)
+    points = _draws(points, target.dim, "points")
     n_data = getattr(target, "n_data", 1)
     chunk = max(1, max_elements // max(1, n_data))
     return np.concatenate([target.grad_logp(points[i:i + chunk]) for i in range(0, len(points), chunk)])
@@ -390,9 +427,9 @@ def stein_discrepancy(target, draws, metric: str, rng, max_points=None) -> float
     (M, d), with full-data scores; +inf for non-finite draws or scores (a diverged arm), for
     fewer than two draws, or when FSSD's Gaussian fit for its test locations fails (draws so far
     apart that their covariance overflows: a diverging arm)."""
-    if metric not in METRICS:
-        raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
-    draws = np.asarray(draws, dtype=float)
+    require_target(target)
+    require_str(metric, "metric", METRICS)
+    draws = _draws(draws, target.dim, "draws")
     if max_points is not None and len(draws) > max_points:
         draws = draws[np.linspace(0, len(draws) - 1, max_points).astype(int)]
     if len(draws) < 2 or not np.all(np.isfinite(draws)):
@@ -416,6 +453,8 @@ def stein_discrepancy(target, draws, metric: str, rng, max_points=None) -> float
 
 def n_rounds(n_arms: int, eta: int) -> int:
     """K = floor(log_eta n_arms) in integer arithmetic (at least 1)."""
+    n_arms = require_int(n_arms, "n_arms", minimum=1)
+    eta = require_int(eta, "eta", minimum=2)
     k, power = 0, eta
     while power <= n_arms:
         k, power = k + 1, power * eta
@@ -432,7 +471,7 @@ def halving_budgets(n_arms: int, budget: float, eta: int = 3) -> list:
     and to a little more otherwise (the rounded-down |S_i|), as in the original code."""
     n_arms = require_int(n_arms, "n_arms", minimum=1)
     eta = require_int(eta, "eta", minimum=2)
-    require_positive(budget, "budget")
+    budget = require_positive_scalar(budget, "budget")
     k = n_rounds(n_arms, eta)
     total = budget / sum(eta**i for i in range(k)) * n_arms * k
     sizes = [n_arms]
@@ -457,6 +496,7 @@ def successive_halving(n_arms: int, pull, budget: float, eta: int = 3) -> Halvin
     records ``advanced_unscored``: the arms without a finite metric that went on to the next round because
     fewer arms had one than survive (0 in the last round, whose best arm has a finite metric).
     """
+    require_callable(pull, "pull")
     budgets = halving_budgets(n_arms, budget, eta)
     eta = int(eta)
     active = np.arange(n_arms)
@@ -490,10 +530,23 @@ class MambaResult:
 
 
 def make_grid(sampler: str, log10_step_sizes, batch_sizes, n_leapfrogs=(1,)) -> list:
-    """Arms = step size x batch size (x L for SGHMC), step size varying fastest (the code's order)."""
-    leapfrogs = tuple(n_leapfrogs) if sampler.startswith("sghmc") else (1,)
-    return [SGConfig(sampler, float(10.0**lh), int(n), int(L))
-            for L in leapfrogs for n in batch_sizes for lh in log10_step_sizes]
+    """Arms = step size x batch size (x L for SGHMC), step size varying fastest (the code's order).
+    Step sizes are given as log10 h; every value in (0, 1) would be steps between 1 and 10, most likely
+    step sizes passed for their logarithms, and is refused."""
+    require_str(sampler, "sampler", SAMPLERS)
+    log10_h = float_array(require_sequence(log10_step_sizes, "log10_step_sizes"), "log10_step_sizes")
+    if log10_h.ndim != 1 or log10_h.size == 0 or not np.all(np.isfinite(log10_h)):
+        raise ValueError(f"log10_step_sizes must be a non-empty list of finite numbers, got {log10_step_sizes!r}")
+    if np.all((log10_h > 0) & (log10_h < 1)):
+        raise ValueError(f"log10_step_sizes must be the log10 of the step sizes; {log10_step_sizes!r} would be "
+                         "steps between 1 and 10 (pass np.log10(step_sizes))")
+    batches = [require_int(n, f"batch_sizes[{i}]", minimum=1)
+               for i, n in enumerate(require_sequence(batch_sizes, "batch_sizes"))]
+    leapfrogs = [require_int(L, f"n_leapfrogs[{i}]", minimum=1)
+                 for i, L in enumerate(require_sequence(n_leapfrogs, "n_leapfrogs"))]
+    if not sampler.startswith("sghmc"):
+        leapfrogs = [1]
+    return [SGConfig(sampler, float(10.0**lh), n, L) for L in leapfrogs for n in batches for lh in log10_h]
 
 
 def mamba(target, configs, x0, budget: float, rng, metric: str = "ksd", eta: int = 3, centre=None,
@@ -602,10 +655,17 @@ def mamba(target, configs, x0, budget: float, rng, metric: str = "ksd", eta: int
 def predictive_log_loss(draws, X_test, t_test) -> float:
     """-mean_i log p(t_i | x_i, draws), p = mean over draws of sigmoid((2t-1) x.theta); +inf if
     the draws are not finite."""
-    draws = np.asarray(draws, dtype=float)
-    if draws.ndim != 2 or not np.all(np.isfinite(draws)):
+    X_test = float_array(X_test, "X_test")
+    if X_test.ndim != 2:
+        raise ValueError(f"X_test must be a matrix (n_test, d), got shape {X_test.shape}")
+    t_test = float_array(t_test, "t_test")
+    if t_test.shape != (X_test.shape[0],) or not np.all((t_test == 0) | (t_test == 1)):
+        raise ValueError(f"t_test must hold one label 0 or 1 per row of X_test, shape ({X_test.shape[0]},), "
+                         f"got shape {t_test.shape}")
+    draws = _draws(draws, X_test.shape[1], "draws")
+    if not np.all(np.isfinite(draws)):
         return math.inf
-    signed = (X_test @ draws.T) * (2.0 * np.asarray(t_test)[:, None] - 1.0)   # (n_test, M)
+    signed = (X_test @ draws.T) * (2.0 * t_test[:, None] - 1.0)   # (n_test, M)
     log_p = -np.logaddexp(0.0, -signed)
     m = log_p.max(axis=1, keepdims=True)
     log_mean = m[:, 0] + np.log(np.mean(np.exp(log_p - m), axis=1))
@@ -615,6 +675,7 @@ def predictive_log_loss(draws, X_test, t_test) -> float:
 def heuristic_config(sampler: str, n_data: int, n_leapfrog: int = 10, n_total: int | None = None) -> SGConfig:
     """h = 1/N, batch 10% of the N training data (L = 10 for SGHMC); ``n_total`` replaces N in h
     (the original code's logistic regression uses all 10^6 rows, training and test: h = 1e-6)."""
+    require_str(sampler, "sampler", SAMPLERS)
     n_data = require_int(n_data, "n_data", minimum=1)
     n_h = n_data if n_total is None else require_int(n_total, "n_total", minimum=1)
     return SGConfig(sampler, 1.0 / n_h, max(1, n_data // 10),
@@ -646,7 +707,9 @@ def sghmc_position_gain(h_lambda, n_leapfrog: int = 10, alpha: float = 0.01, sta
     from a velocity of zero (the fresh velocity adds noise, not gain): the factor by which one stored
     sample multiplies the position along a direction of curvature lambda. stale_gradient: the
     gradient before the move (the original code), else after it (Chen et al.)."""
-    hl = float(h_lambda)
+    hl = require_number(h_lambda, "h_lambda")
+    alpha = require_number(alpha, "alpha")
+    stale_gradient = require_bool(stale_gradient, "stale_gradient")
     if stale_gradient:          # (x, v) -> (x + v, v - hl x - alpha v)
         step = np.array([[1.0, 1.0], [-hl, 1.0 - alpha]])
     else:                       # (x, v) -> (x + v, v - hl (x + v) - alpha v)
@@ -660,6 +723,7 @@ def grid_search(target, configs, x0, n_steps: int, rng, loss_fn, centre=None, th
     Returns (best SGConfig, list of losses in config order)."""
     rng = require_rng(rng)
     n_steps = require_int(n_steps, "n_steps", minimum=1)
+    require_callable(loss_fn, "loss_fn")
     if not configs or not all(isinstance(c, SGConfig) for c in configs):
         raise ValueError("configs must be a non-empty list of SGConfig")
     groups: dict = {}
@@ -810,6 +874,7 @@ class PMF(FullDataTarget):
 def lbfgs_mode(target, x0, max_iter: int = 1000) -> np.ndarray:
     """The posterior mode by L-BFGS on -log pi from x0 (d,) (a dense BFGS does not fit in memory
     for tens of thousands of parameters); returns the last iterate if max_iter is reached."""
+    require_target(target)
     x0 = np.asarray(x0, dtype=float)
     if x0.shape != (target.dim,) or not np.all(np.isfinite(x0)):
         raise ValueError(f"x0 must be a finite array of shape ({target.dim},), got {x0.shape}")
