@@ -913,6 +913,39 @@ class FigureAgreement:
 # The claim record and the registry a chapter keeps
 # --------------------------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class Artefact:
+    """What, in this run, decides a claim's estimate other than the method it tests: ``what`` (the
+    artefact, as measured, e.g. 'round 0 priced out every 10% arm in 70 of 70 runs'), ``decides`` (the run
+    that would decide the claim without it) and ``favours_claim`` (True when the artefact can only move
+    the estimate towards the claim).
+
+    A pass through an artefact is no pass: a claim the rule would call reproduced is inconclusive. A claim
+    the rule calls not reproduced stays so when the artefact favours the claim (removing it can only move
+    the estimate further from the claim), and is inconclusive otherwise."""
+    what: str
+    decides: str
+    favours_claim: bool
+
+    def __post_init__(self):
+        _require_text(self.what, "what")
+        _require_text(self.decides, "decides")
+        require_bool(self.favours_claim, "favours_claim")
+
+    def outcome(self, rule_outcome: str) -> str:
+        """The claim's outcome, given what its rule reads on the estimate."""
+        if rule_outcome == NOT_REPRODUCED and self.favours_claim:
+            return NOT_REPRODUCED
+        return INCONCLUSIVE
+
+    def text(self, outcome: str) -> str:
+        """What the claim's note says of the artefact."""
+        if outcome == NOT_REPRODUCED:
+            return (f"An artefact favours the claim here, so it cannot have caused this outcome: {self.what}. "
+                    f"It waits for {self.decides} to be measured without it.")
+        return f"Decided by an artefact, not by the method: {self.what}. It waits for {self.decides}."
+
+
 @dataclass
 class Claim:
     id: str
@@ -981,7 +1014,8 @@ class ClaimsRegistry:
         return self.profile or active_profile()
 
     def decide(self, id: str, estimate: Estimate, *, note: str = "", cause: str = "", wins: dict | None = None,
-               profile: str | None = None, planned: int | None = None, rule_at=None, stages=None) -> str:
+               profile: str | None = None, planned: int | None = None, rule_at=None, stages=None,
+               artefact: Artefact | None = None) -> str:
         """Apply the declared rule to ``estimate`` and record the claim; returns its outcome.
 
         A claim that is not reproduced needs ``cause`` (what was found, or "none found"; shown only for that
@@ -996,7 +1030,11 @@ class ClaimsRegistry:
         inconclusive claim then lets the threshold move too (``Rule.replicates_to_decide``). ``stages``: for a
         design that added replicates after a first look, the replicate count at each look, e.g. (10, 25),
         ending at the count the claim is decided on (``planned`` when given); recorded on the claim and told in
-        its note (the interval is not adjusted for the look; the note lets the reader weigh it)."""
+        its note (the interval is not adjusted for the look; the note lets the reader weigh it). ``artefact``:
+        what in this run, other than the method, decides the estimate (``Artefact``); a claim it could decide
+        is inconclusive, and its note says what the artefact is and what run would decide the claim."""
+        if artefact is not None and not isinstance(artefact, Artefact):
+            raise wrong_type("artefact", "None or a mcmc_lib.claims.Artefact", artefact)
         if id not in self._declared:
             raise ValueError(f"claim {id!r} was not declared: call declare() with its rule before the experiment")
         if not isinstance(estimate, Estimate):
@@ -1011,6 +1049,9 @@ class ClaimsRegistry:
         claim, rule = self._declared[id]       # kept declared until recorded, so a refused call can be retried
         claim.profile = profile or claim.profile
         claim.outcome = rule.decide(estimate)
+        if artefact is not None:
+            claim.outcome = artefact.outcome(claim.outcome)
+            note = note.strip() + " " + artefact.text(claim.outcome)
         if pending:
             note = _pending_text(planned, estimate.n_replicates, claim.outcome) + " " + note.strip()
             claim.outcome = INCONCLUSIVE
@@ -1024,7 +1065,7 @@ class ClaimsRegistry:
         if claim.outcome == NOT_REPRODUCED:
             parts.append("Cause: " + _require_text(cause, "cause (for a claim that is not reproduced; "
                                                            "say 'none found' if none was)"))
-        if claim.outcome == INCONCLUSIVE and not pending:
+        if claim.outcome == INCONCLUSIVE and not pending and artefact is None:
             parts.append(_undecided_text(rule.replicates_to_decide_text(estimate, rule_at), planned))
         claim.note = " ".join(parts)
         del self._declared[id]

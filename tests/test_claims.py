@@ -73,6 +73,29 @@ def test_inconclusive_claim_says_how_many_replicates_would_decide(tmp_path):
     assert needed > math.ceil((1.959963984540054 * sd / 0.1) ** 2)
 
 
+@pytest.mark.parametrize("values, favours, outcome", [
+    ([2.0, 2.1, 1.9, 2.0], True, claims.INCONCLUSIVE),        # a pass through an artefact is no pass
+    ([2.0, 2.1, 1.9, 2.0], False, claims.INCONCLUSIVE),
+    ([0.5, 0.6, 0.4, 0.5], True, claims.NOT_REPRODUCED),      # the artefact helped the claim, which still failed
+    ([0.5, 0.6, 0.4, 0.5], False, claims.INCONCLUSIVE),       # the artefact may have caused the failure
+    ([0.7, 1.5, 0.8, 1.4], True, claims.INCONCLUSIVE)])
+def test_an_artefact_never_lets_a_claim_pass(tmp_path, values, favours, outcome):
+    registry = claims.ClaimsRegistry("demo", directory=tmp_path)
+    registry.declare("c", statement="s", source="Table 1", published="1.5", rule=Rule.greater("ratio", 1.0, "paper"))
+    artefact = claims.Artefact("round 0 priced out every large arm", "a rerun that scores every arm", favours)
+    assert registry.decide("c", Estimate.from_replicates(values), cause="the cost model", artefact=artefact) == outcome
+    note = registry.claims[0].note
+    assert "round 0 priced out every large arm" in note and "a rerun that scores every arm" in note
+    assert ("replicates would decide" not in note) and ("About" not in note)   # more replicates cannot help
+
+
+def test_an_artefact_must_be_an_artefact(tmp_path):
+    registry = claims.ClaimsRegistry("demo", directory=tmp_path)
+    registry.declare("c", statement="s", source="Table 1", published="1.5", rule=Rule.greater("ratio", 1.0, "paper"))
+    with pytest.raises(TypeError, match="artefact"):
+        registry.decide("c", Estimate.from_replicates([2.0, 2.1, 1.9]), artefact="forced")
+
+
 @pytest.mark.parametrize("rule, mean", [(Rule.greater("ratio", 1.0, "paper"), 1.07),
                                         (Rule.less("ratio", 1.0, "paper"), 0.9),
                                         (Rule.within("ratio", 0.8, 1.25, "paper"), 1.2)])

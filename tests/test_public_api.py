@@ -642,6 +642,8 @@ def methods_cases():
     lite = lambda: kmc.LiteSurrogate(2, 2, 5, 1.0, 1.0)                    # noqa: E731
     return {
         # ---- claims
+        "mcmc_lib.claims.Artefact": [S("what", lambda: C.Artefact(["a", "b"], "a rerun", True)),
+                                     T("favours_claim", lambda: C.Artefact("a", "a rerun", "yes"))],
         "mcmc_lib.claims.Estimate": [S("value", lambda: C.Estimate([1.0, 2.0], 0.0, 3.0, 2)),
                                      T("n_replicates", lambda: C.Estimate(1.0, 0.0, 2.0, "2"))],
         "mcmc_lib.claims.Estimate.from_replicates": [
