@@ -881,3 +881,32 @@ def test_chapter_random_streams_are_distinct():
     assert keys == {22, 32}, keys        # [SEED, 22|32, r] are the claims' replicate labels, not streams
     unit_streams = set(re.findall(r"default_rng\(\[\*seed, ([^\]]+)\]\)", source))
     assert unit_streams <= {"1", "2", "8", "k", "3", "4, j", "0", "2, j"}, unit_streams
+
+
+# ---------------------------------------------------------------------------------------------
+# make_grid: what it is given is what it builds, or it says why not (issue 47, case 7)
+# ---------------------------------------------------------------------------------------------
+def test_make_grid_builds_step_size_fastest_and_keeps_integral_batches():
+    configs = mb.make_grid("sghmc", [-2.0, -3.0], [400, 40.0], (5, 10))
+    assert [(c.step_size, c.batch_size, c.n_leapfrog) for c in configs[:3]] == [(1e-2, 400, 5), (1e-3, 400, 5),
+                                                                               (1e-2, 40, 5)]
+    assert len(configs) == 8 and {c.n_leapfrog for c in mb.make_grid("sgld", [-2.0], [10], (5, 10))} == {1}
+
+
+@pytest.mark.parametrize("log10_h, batches, message", [
+    ([0.01, 0.001], [10], "log10 of the step sizes"),        # step sizes passed for their logarithms
+    ([-2.0], [10.7], r"batch_sizes\[0\] must be an integer"),
+    ([-2.0], [0], r"batch_sizes\[0\] must be an integer >= 1"),
+    ([-2.0, np.nan], [10], "finite"),
+    ([], [10], "non-empty"),
+    (-2.0, [10], "log10_step_sizes must be a list"),
+])
+def test_make_grid_refuses_what_it_would_have_changed_silently(log10_h, batches, message):
+    with pytest.raises(ValueError, match=message):
+        mb.make_grid("sgld", log10_h, batches)
+
+
+def test_make_grid_accepts_steps_of_one_and_more_given_as_logarithms():
+    """A grid moved with N (the chapter's smoke profile) reaches log10 h > 0; only a grid wholly inside (0, 1)
+    reads as step sizes passed for their logarithms."""
+    assert [c.step_size for c in mb.make_grid("sgld", [1.5, 0.5], [10])] == [10.0**1.5, 10.0**0.5]
