@@ -910,3 +910,67 @@ def test_make_grid_accepts_steps_of_one_and_more_given_as_logarithms():
     """A grid moved with N (the chapter's smoke profile) reaches log10 h > 0; only a grid wholly inside (0, 1)
     reads as step sizes passed for their logarithms."""
     assert [c.step_size for c in mb.make_grid("sgld", [1.5, 0.5], [10])] == [10.0**1.5, 10.0**0.5]
+
+
+# ---------------------------------------------------------------------------------------------
+# Budgets that price out a whole batch size (issue 46): found, sized, refused on request
+# ---------------------------------------------------------------------------------------------
+def _priced_grid(sampler="sghmc-cv"):
+    return mb.make_grid(sampler, [-2.0, -3.0, -4.0], [400, 40, 4], (5, 10))
+
+
+def test_priced_out_batches_are_those_round_zero_prices_out():
+    target, budget = _small_logistic(n=400), 3.0
+    grid = _priced_grid()
+    priced_out = mb.priced_out_batches(target, grid, budget, "gradients", centre=np.zeros(3))
+    result = mb.mamba(target, grid, np.zeros(3), budget, np.random.default_rng(1), centre=np.zeros(3))
+    round0 = [row for row in result.log if row["round"] == 0]
+    by_batch = {n: [row["priced_out"] for row in round0 if row["batch_size"] == n] for n in (400, 40, 4)}
+    assert priced_out == sorted(n for n, flags in by_batch.items() if all(flags))
+    assert priced_out and set(priced_out) != set(by_batch)      # the test means something: some, not all
+
+
+@pytest.mark.parametrize("sampler", ["sgld", "sghmc", "sgnht-cv"])
+def test_budget_scoring_every_batch_is_the_least_that_does(sampler):
+    target, centre = _small_logistic(n=400), np.zeros(3)
+    grid = _priced_grid(sampler)
+    needed = mb.budget_scoring_every_batch(target, grid, "gradients", centre)
+    assert mb.priced_out_batches(target, grid, needed, "gradients", centre) == []
+    assert mb.priced_out_batches(target, grid, 0.99 * needed, "gradients", centre) != []
+    # r_0 = R / (1 + 3 + ... + 3^(K-1)), K = floor(log_3 arms): 9 arms (18 for SGHMC) give K = 2, r_0 = R / 4;
+    # the full batch's cheapest step is the dearest: L = 5 gradients for SGHMC, one otherwise
+    assert mb.n_rounds(len(grid), 3) == 2
+    assert needed == pytest.approx(4 * 2 * (5.0 if sampler == "sghmc" else 1.0))
+
+
+def test_mamba_can_refuse_a_budget_that_prices_out_a_batch_size():
+    target, centre = _small_logistic(n=400), np.zeros(3)
+    grid = _priced_grid("sgld")
+    with pytest.raises(ValueError, match=r"budget 3 .* batch size\(s\) \[400\].* at least 8"):
+        mb.mamba(target, grid, np.zeros(3), 3.0, np.random.default_rng(2), require_every_batch=True)
+    result = mb.mamba(target, grid, np.zeros(3), 8.0, np.random.default_rng(2), require_every_batch=True)
+    assert not all(row["priced_out"] for row in result.log if row["round"] == 0 and row["batch_size"] == 400)
+
+
+def test_the_codes_fssd_is_fssd_opt_at_one_location():
+    """The authors' code repeats one test location J times; identical locations stay identical under the
+    optimisation and give the FSSD of one, so 'fssd-code' is FSSD-opt with a single location."""
+    from mcmc_lib import diagnostics
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((60, 3))
+    scores = -x
+    v = diagnostics.initial_test_locations(x, 1, np.random.default_rng(4))
+    repeated = diagnostics.optimise_test_locations(x, scores, np.repeat(v, 10, axis=0), 20)
+    single = diagnostics.optimise_test_locations(x, scores, v, 20)
+    assert np.all(repeated == repeated[0])
+    # the gradient of each of J identical locations is 1/J of one location's, which Adam's normalisation
+    # undoes up to its epsilon: the same locations and FSSD to about 1e-6
+    np.testing.assert_allclose(repeated[0], single[0], rtol=1e-5)
+    assert diagnostics.fssd(x, scores, repeated) == pytest.approx(diagnostics.fssd(x, scores, single), rel=1e-5)
+    target = _small_logistic(n=400)
+    draws = 0.1 * rng.standard_normal((40, 3))
+    located = diagnostics.initial_test_locations(draws, 1, np.random.default_rng(5))
+    scores = mb.full_scores(target, draws)
+    code_locations = diagnostics.optimise_test_locations(draws, scores, np.repeat(located, 10, axis=0), 100, 1e-3)
+    assert mb.stein_discrepancy(target, draws, "fssd-code", np.random.default_rng(5)) == diagnostics.fssd(
+        draws, scores, code_locations)

@@ -879,6 +879,14 @@ def methods_cases():
         "mcmc_lib.methods.mamba.mamba": [
             S("x0", lambda: mamba.mamba(logistic_target(), [mamba.SGConfig("sgld", 0.1, 5)], np.zeros((2, 7)), 1.0, rng())),
             T("configs", lambda: mamba.mamba(logistic_target(), "sgld", np.zeros((2, 3)), 1.0, rng()))],
+        "mcmc_lib.methods.mamba.priced_out_batches": [
+            S("budget", lambda: mamba.priced_out_batches(logistic_target(), [mamba.SGConfig("sgld", 0.1, 5)], [1.0, 2.0])),
+            T("budget_kind", lambda: mamba.priced_out_batches(logistic_target(), [mamba.SGConfig("sgld", 0.1, 5)], 1.0,
+                                                              3))],
+        "mcmc_lib.methods.mamba.budget_scoring_every_batch": [
+            S("configs", lambda: mamba.budget_scoring_every_batch(logistic_target(), "sgld")),
+            T("min_steps", lambda: mamba.budget_scoring_every_batch(logistic_target(), [mamba.SGConfig("sgld", 0.1, 5)],
+                                                                     min_steps="2"))],
         "mcmc_lib.methods.mamba.predictive_log_loss": [
             S("t_test", lambda: mamba.predictive_log_loss(np.zeros((2, 5, 3)), np.zeros((4, 3)), np.zeros(3))),
             T("X_test", lambda: mamba.predictive_log_loss(np.zeros((2, 5, 3)), "X", np.zeros(4)))],

@@ -4,6 +4,7 @@ Do not edit: change the chapter's cells tagged `export` and regenerate.
 """
 from __future__ import annotations
 
+import copy
 import math
 import time
 import warnings
@@ -402,7 +403,9 @@ def run_sgmcmc(sampler: SGMCMC, state: SGState, rng, budget: float, budget_kind:
     return SGRun(samples, state, n_steps, time.perf_counter() - start, diverged, stride)
 
 
-METRICS = ("ksd", "fssd")
+# "fssd-code": FSSD-opt as the authors' code computes it, its ten test locations one point repeated (they stay
+# identical under the optimisation: FSSD-opt at one location, up to Adam's epsilon).
+METRICS = ("ksd", "fssd", "fssd-code")
 
 
 def _draws(value, dim: int, name: str) -> np.ndarray:
@@ -444,8 +447,13 @@ def stein_discrepancy(target, draws, metric: str, rng, max_points=None) -> float
             with warnings.catch_warnings():     # few draws: a singular Gaussian fit for the locations
                 warnings.simplefilter("ignore", RuntimeWarning)
                 try:
-                    value = diagnostics.fssd_opt(draws, scores, rng, n_locations=10, n_steps=100,
-                                                 learning_rate=1e-3)
+                    if metric == "fssd":
+                        value = diagnostics.fssd_opt(draws, scores, rng, n_locations=10, n_steps=100,
+                                                     learning_rate=1e-3)
+                    else:
+                        one = diagnostics.initial_test_locations(draws, 1, rng)
+                        v = diagnostics.optimise_test_locations(draws, scores, np.repeat(one, 10, axis=0), 100, 1e-3)
+                        value = diagnostics.fssd(draws, scores, v)
                 except np.linalg.LinAlgError:   # draws so far apart that the Gaussian fit overflows
                     value = math.inf
     return value if np.isfinite(value) else math.inf
@@ -549,9 +557,55 @@ def make_grid(sampler: str, log10_step_sizes, batch_sizes, n_leapfrogs=(1,)) -> 
     return [SGConfig(sampler, float(10.0**lh), n, L) for L in leapfrogs for n in batches for lh in log10_h]
 
 
+def _cheapest_step(target, configs, budget_kind, centre, cost_model) -> dict:
+    """{batch size: the least an arm of that batch size pays for one step}, in the budget's units (an arm's
+    step costs the same whatever its step size, so one sampler per batch size and L is priced). Prices on a
+    copy of the target, whose gradient count stays as it was."""
+    target = copy.copy(target)
+    cheapest = {}
+    for c in {(c.sampler, c.batch_size, c.n_leapfrog): c for c in configs}.values():
+        sampler = SGMCMC(target, c.sampler, c.step_size, c.batch_size, c.n_leapfrog, centre, cost_model=cost_model)
+        cost = sampler.cost_per_step if budget_kind == "gradients" else sampler.model_cost_per_step
+        cheapest[c.batch_size] = min(cost, cheapest.get(c.batch_size, math.inf))
+    return cheapest
+
+
+def _check_counted(configs, budget_kind, cost_model):
+    require_sequence(configs, "configs", SGConfig, "SGConfig")
+    if not configs:
+        raise ValueError("configs must be a non-empty list of SGConfig")
+    require_str(budget_kind, "budget_kind", ("gradients", "model"))
+    if budget_kind == "model" and cost_model is None:
+        raise ValueError("budget_kind 'model' needs a cost_model")
+
+
+def priced_out_batches(target, configs, budget: float, budget_kind: str = "gradients", centre=None,
+                       cost_model: CostModel | None = None, eta: int = 3, min_steps: int = 2) -> list:
+    """The batch sizes of which MAMBA (``mamba`` with these arguments) prices out every arm in round 0:
+    the round's budget r_0 buys none of them ``min_steps`` steps, so MAMBA never compares them and its
+    choice among the others is forced. Counted budgets only (a clock depends on the machine)."""
+    _check_counted(configs, budget_kind, cost_model)
+    r0 = halving_budgets(len(configs), budget, eta)[0]
+    cheapest = _cheapest_step(target, configs, budget_kind, centre, cost_model)
+    return sorted(n for n, cost in cheapest.items() if math.floor(r0 / cost + 1e-9) < min_steps)
+
+
+def budget_scoring_every_batch(target, configs, budget_kind: str = "gradients", centre=None,
+                               cost_model: CostModel | None = None, eta: int = 3, min_steps: int = 2) -> float:
+    """The smallest budget R under which round 0 lets the cheapest arm of every batch size take
+    ``min_steps`` steps, so that MAMBA scores an arm of each: R = (1 + eta + ... + eta^(K-1)) x min_steps x
+    the dearest of those cheapest steps (r_0 = R / that sum, eq. eq-mamba-halving)."""
+    _check_counted(configs, budget_kind, cost_model)
+    n_arms = len(configs)
+    k = n_rounds(n_arms, require_int(eta, "eta", minimum=2))
+    cheapest = _cheapest_step(target, configs, budget_kind, centre, cost_model)
+    return sum(eta**i for i in range(k)) * require_int(min_steps, "min_steps", minimum=1) * max(cheapest.values())
+
+
 def mamba(target, configs, x0, budget: float, rng, metric: str = "ksd", eta: int = 3, centre=None,
           budget_kind: str = "gradients", thin: int = 10, max_points=None, min_kept: int = 10,
-          min_steps: int = 2, cost_model: CostModel | None = None) -> MambaResult:
+          min_steps: int = 2, cost_model: CostModel | None = None,
+          require_every_batch: bool = False) -> MambaResult:
     """MAMBA (Algorithm 1): successive halving over SG-MCMC arms, reward = -Stein discrepancy.
 
     configs: list of SGConfig; x0: (d,) start of every chain; budget: R per surviving arm, in
@@ -568,6 +622,8 @@ def mamba(target, configs, x0, budget: float, rng, metric: str = "ksd", eta: int
     of its last step). The log has one row per arm-round: the config, ``budget`` (r_i), ``steps``, ``thin``,
     ``kept``, ``round_spent`` and ``spent`` (this round's and the arm's total spending), ``priced_out``,
     ``metric``, ``diverged`` and ``advanced`` (it went on to the next round; in the last round: chosen).
+    ``require_every_batch``: refuse a counted budget whose round 0 would price out every arm of a batch size
+    (``priced_out_batches``), naming the smallest budget that scores each (``budget_scoring_every_batch``).
     """
     rng = require_rng(rng)
     if not configs or not all(isinstance(c, SGConfig) for c in configs):
@@ -583,6 +639,13 @@ def mamba(target, configs, x0, budget: float, rng, metric: str = "ksd", eta: int
     min_steps = require_int(min_steps, "min_steps", minimum=1)
     if budget_kind == "model" and cost_model is None:
         raise ValueError("budget_kind 'model' needs a cost_model")
+    if require_bool(require_every_batch, "require_every_batch") and budget_kind != "seconds":
+        priced_out = priced_out_batches(target, configs, budget, budget_kind, centre, cost_model, eta, min_steps)
+        if priced_out:
+            needed = budget_scoring_every_batch(target, configs, budget_kind, centre, cost_model, eta, min_steps)
+            raise ValueError(f"budget {budget:g} ({budget_kind}) lets round 0 score no arm of batch size(s) "
+                             f"{priced_out}, so MAMBA would never compare them: give a budget of at least "
+                             f"{needed:g}")
     states: dict = {}
     log = []
     start = time.perf_counter()
