@@ -445,8 +445,7 @@ def test_stochastic_ksd_excess_is_the_gradient_noise_over_m():
 MUTATIONS = {
     "sgld-drift-sign": ("x = x + h[:, None] * grad_fn(rng, x)", "x = x - h[:, None] * grad_fn(rng, x)",
                         "variance_bias_shrinks and sgld"),
-    "missing-N-over-n": ("return (self.n_data / idx.shape[1]) * np.einsum(", "return np.einsum(",
-                         "unbiased"),
+    "missing-N-over-n": ("scale = self.n_data / idx.shape[1]", "scale = 1.0", "unbiased"),
     "minibatch-straddle-repeats": ("if len(taken) == 0 or head == 0:", "if True:", "without_replacement"),
     "minibatch-epoch-overlap": ("            self.pos += n\n", "            self.pos += n - 1\n", "once_per_epoch"),
     "sgnht-one-thermostat": ("xi = xi + np.add.reduceat(v**2, starts, axis=1) / sizes - h[:, None]",
@@ -467,9 +466,9 @@ MUTATIONS = {
     "ece-bins": ("bins = np.clip((conf * n_bins).astype(int), 0, n_bins - 1)",
                  "bins = np.clip((conf * n_bins).astype(int), 0, n_bins)", "calibration_errors_by_hand"),
     "stochastic-ksd-missing-N-over-n": (
-        "out[start:start + len(part)] = estimator._minibatch(part, idx)",
-        "out[start:start + len(part)] = (estimator._minibatch(part, idx) + part / target.prior_var) * idx.shape[1] "
-        "/ n_data - part / target.prior_var", "stochastic_scores_unbiased"),
+        "out[start:start + len(part)] = estimator._minibatch([part], idx)[0]",
+        "out[start:start + len(part)] = (estimator._minibatch([part], idx)[0] + part / target.prior_var) "
+        "* idx.shape[1] / n_data - part / target.prior_var", "stochastic_scores_unbiased"),
     "stochastic-ksd-shared-minibatch": (
         "idx = np.stack([rng.choice(n_data, n, replace=False) for _ in range(len(part))])",
         "idx = np.tile(rng.choice(n_data, n, replace=False), (len(part), 1))", "excess_is_the_gradient_noise"),
@@ -974,3 +973,58 @@ def test_the_codes_fssd_is_fssd_opt_at_one_location():
     code_locations = diagnostics.optimise_test_locations(draws, scores, np.repeat(located, 10, axis=0), 100, 1e-3)
     assert mb.stein_discrepancy(target, draws, "fssd-code", np.random.default_rng(5)) == diagnostics.fssd(
         draws, scores, code_locations)
+
+
+# ---------------------------------------------------------------------------------------------
+# One gather for both control-variate terms; one minibatch shared by a grid-search group (issue 46)
+# ---------------------------------------------------------------------------------------------
+def _two_gathers(target, w, centre, centre_grad, idx):
+    """The control-variate estimate as two separate vectorised minibatch gradients (the earlier code)."""
+    def one(points):
+        Xb, tb = target.X[idx], target.t[idx]
+        resid = tb - mb._sigmoid(np.einsum("cnd,cd->cn", Xb, points))
+        return (target.n_data / idx.shape[1]) * np.einsum("cn,cnd->cd", resid, Xb) - points / target.prior_var
+    return one(w) + centre_grad - one(np.broadcast_to(centre, w.shape))
+
+
+def test_control_variate_estimate_gathers_once_and_is_bitwise_the_same():
+    target = _small_logistic(n=500)
+    centre = np.array([0.5, -0.2, 0.1])
+    estimator = mb.GradientEstimator(target, 50, centre)
+    w = np.random.default_rng(7).standard_normal((4, 3))
+    rng = np.random.default_rng(8)
+    g = estimator(rng, w)
+    idx = estimator.stream.perm[:, :50]                          # the minibatch that call took
+    np.testing.assert_array_equal(g, _two_gathers(target, w, centre, estimator.centre_grad, idx))
+
+
+@pytest.mark.parametrize("cv", [False, True])
+def test_shared_minibatch_gives_every_chain_the_same_rows_and_stays_unbiased(cv):
+    target = _small_logistic(n=300)
+    centre = np.array([0.3, 0.1, -0.2]) if cv else None
+    shared = mb.GradientEstimator(target, 30, centre, shared=True)
+    w = np.tile(np.array([0.7, -0.2, 0.4]), (3, 1))
+    rng = np.random.default_rng(9)
+    draws = np.stack([shared(rng, w) for _ in range(2000)])       # (draws, chains, d)
+    assert shared.stream.n_chains == 1
+    np.testing.assert_allclose(draws[:, 0], draws[:, 2], rtol=1e-12)   # same point, same rows: same estimate
+    exact = target.grad_logp(w[:1])[0]
+    se = draws[:, 0].std(axis=0) / np.sqrt(len(draws))
+    assert np.all(np.abs(draws[:, 0].mean(axis=0) - exact) < 4 * se)
+    # one call: every chain's estimate is the minibatch gradient on the stream's first rows
+    fresh = mb.GradientEstimator(target, 30, centre, shared=True)
+    points = np.random.default_rng(11).standard_normal((3, 3))
+    g = fresh(np.random.default_rng(12), points)
+    rows = fresh.stream.perm[0, :30]
+    expected = target.minibatch_grad(points, rows)
+    if cv:
+        expected = expected + fresh.centre_grad - target.minibatch_grad(np.tile(centre, (3, 1)), rows)
+    np.testing.assert_allclose(g, expected, rtol=1e-10)
+
+
+def test_grid_search_can_share_a_minibatch_per_group():
+    target = _small_logistic(n=400)
+    configs = mb.make_grid("sgld", [-2.0, -3.0, -4.0], [40])
+    best, losses = mb.grid_search(target, configs, np.zeros(3), 50, np.random.default_rng(10),
+                                  lambda d: float(np.mean(d ** 2)), shared_minibatch=True)
+    assert best in configs and np.all(np.isfinite(losses))

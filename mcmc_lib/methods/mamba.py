@@ -95,10 +95,12 @@ class GradientEstimator:
     ``cost`` is the number of gradient evaluations one call charges per chain: n/N, doubled for
     the control variate (two minibatch gradients), 1 when n = N (the exact score). Minibatches come
     from a ``MinibatchStream`` (a permutation per epoch), started afresh by the first call and
-    whenever the number of chains changes.
+    whenever the number of chains changes. ``shared``: every chain takes the same minibatch (one
+    stream), as the authors' grid search does (one random key per group of grid points): each chain is
+    still a valid SG-MCMC chain, and the rows are gathered once for all of them.
     """
 
-    def __init__(self, target, batch_size: int, centre=None):
+    def __init__(self, target, batch_size: int, centre=None, shared: bool = False):
         if not hasattr(target, "minibatch_grad") or not hasattr(target, "n_data"):
             raise ValueError(f"target must have n_data and minibatch_grad, got {type(target).__name__}")
         self.target = target
@@ -115,6 +117,7 @@ class GradientEstimator:
         self.centre = centre
         fraction = self.batch_size / self.n_data
         self.cost = 1.0 if self.full else fraction * (2.0 if centre is not None else 1.0)
+        self.shared = require_bool(shared, "shared")
         self.stream = None
 
     def start(self, rng, n_chains: int):
@@ -122,32 +125,48 @@ class GradientEstimator:
         a new one if there is none or it serves another number of chains (None for a full batch)."""
         if self.full:
             return None
-        if self.stream is None or self.stream.n_chains != n_chains:
-            self.stream = MinibatchStream(self.n_data, self.batch_size, n_chains)
+        n_streams = 1 if self.shared else n_chains
+        if self.stream is None or self.stream.n_chains != n_streams:
+            self.stream = MinibatchStream(self.n_data, self.batch_size, n_streams)
         self.stream.start(rng)
         return self.stream
 
-    def _minibatch(self, w, idx):
-        """(N/n) sum_{i in S_c} grad log f(y_i | w_c) + grad log p(w_c), one minibatch per chain."""
+    def _minibatch(self, points, idx):
+        """For each of ``points`` (one (c, d) array, or two: the chains and the control variates' centre),
+        (N/n) sum_{i in S_c} grad log f(y_i | w_c) + grad log p(w_c), one minibatch per chain (idx (c, n),
+        or (1, n) shared by every chain). Logistic regression gathers the minibatch's rows once for all
+        the points."""
         t = self.target
-        if hasattr(t, "minibatch_grads"):          # a target's own vectorised version
-            return t.minibatch_grads(w, idx)
-        if isinstance(t, LogisticRegression):       # vectorised gather over chains
+        if isinstance(t, LogisticRegression) and not hasattr(t, "minibatch_grads"):
+            scale = self.n_data / idx.shape[1]
+            if self.shared:                         # one minibatch: (n, d), every chain against it
+                Xb, tb = t.X[idx[0]], t.t[idx[0]]
+                out = []
+                for w in points:
+                    t.n_grad_evals += w.shape[0] * idx.shape[1] / self.n_data
+                    out.append(scale * ((tb - _sigmoid(w @ Xb.T)) @ Xb) - w / t.prior_var)
+                return out
             Xb, tb = t.X[idx], t.t[idx]              # (c, n, d), (c, n)
-            resid = tb - _sigmoid(np.einsum("cnd,cd->cn", Xb, w))
-            t.n_grad_evals += w.shape[0] * idx.shape[1] / self.n_data
-            return (self.n_data / idx.shape[1]) * np.einsum("cn,cnd->cd", resid, Xb) - w / t.prior_var
-        return np.concatenate([t.minibatch_grad(w[c:c + 1], idx[c]) for c in range(w.shape[0])])
+            out = []
+            for w in points:
+                resid = tb - _sigmoid(np.einsum("cnd,cd->cn", Xb, w))
+                t.n_grad_evals += w.shape[0] * idx.shape[1] / self.n_data
+                out.append(scale * np.einsum("cn,cnd->cd", resid, Xb) - w / t.prior_var)
+            return out
+        idx = np.broadcast_to(idx, (points[0].shape[0], idx.shape[1])) if self.shared else idx
+        if hasattr(t, "minibatch_grads"):          # a target's own vectorised version
+            return [t.minibatch_grads(w, idx) for w in points]
+        return [np.concatenate([t.minibatch_grad(w[c:c + 1], idx[c]) for c in range(w.shape[0])]) for w in points]
 
     def __call__(self, rng, w):
         w = np.asarray(w, dtype=float)
         if self.full:
             return self.target.grad_logp(w)
         idx = self.start(rng, w.shape[0]).next(rng)
-        g = self._minibatch(w, idx)
-        if self.centre is not None:
-            g = g + self.centre_grad - self._minibatch(np.broadcast_to(self.centre, w.shape), idx)
-        return g
+        if self.centre is None:
+            return self._minibatch([w], idx)[0]
+        g, at_centre = self._minibatch([w, np.broadcast_to(self.centre, w.shape)], idx)
+        return g + self.centre_grad - at_centre
 
 
 class SGState(NamedTuple):
@@ -253,7 +272,8 @@ class CostModel:
 
 class SGMCMC:
     """A batch of chains of one SG sampler; per-chain step sizes, shared batch size and L.
-    alpha: SGHMC friction; a: SGNHT noise; stale_gradient: SGHMC's gradient before the move (code).
+    alpha: SGHMC friction; a: SGNHT noise; stale_gradient: SGHMC's gradient before the move (code);
+    shared_minibatch: one minibatch for all the chains (GradientEstimator's ``shared``).
 
     ``cost_per_step``: gradient evaluations one step charges per chain (L x the estimator's cost);
     ``model_cost_per_step``: L x ``cost_model(n/N, cv)`` (modelled seconds) when a CostModel is given.
@@ -261,7 +281,7 @@ class SGMCMC:
 
     def __init__(self, target, sampler: str, step_size, batch_size: int, n_leapfrog: int = 1,
                  centre=None, alpha: float = 0.01, a: float = 0.01, stale_gradient: bool = False,
-                 cost_model: CostModel | None = None):
+                 cost_model: CostModel | None = None, shared_minibatch: bool = False):
         if sampler not in SAMPLERS:
             raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
         self.target, self.sampler = target, sampler
@@ -275,7 +295,7 @@ class SGMCMC:
         use_cv = sampler.endswith("-cv")
         if use_cv and centre is None:
             raise ValueError(f"centre (the control variates' centring value) is needed for {sampler}")
-        self.grad_fn = GradientEstimator(target, batch_size, centre if use_cv else None)
+        self.grad_fn = GradientEstimator(target, batch_size, centre if use_cv else None, shared_minibatch)
         self.kind = sampler.split("-")[0]
         self.blocks = block_sizes(target)
         steps = self.n_leapfrog if self.kind == "sghmc" else 1
@@ -780,9 +800,11 @@ def sghmc_position_gain(h_lambda, n_leapfrog: int = 10, alpha: float = 0.01, sta
     return float(abs(np.linalg.matrix_power(step, require_int(n_leapfrog, "n_leapfrog", minimum=1))[0, 0]))
 
 
-def grid_search(target, configs, x0, n_steps: int, rng, loss_fn, centre=None, thin: int = 10):
+def grid_search(target, configs, x0, n_steps: int, rng, loss_fn, centre=None, thin: int = 10,
+                shared_minibatch: bool = False):
     """Run every config for n_steps steps from x0 (d,) and keep the lowest loss_fn(draws (M, d)),
-    draws thinned by ``thin``; configs sharing sampler, batch and L run as one batch of chains.
+    draws thinned by ``thin``; configs sharing sampler, batch and L run as one batch of chains
+    (with one minibatch for all of them if ``shared_minibatch``, as the authors' code does).
     Returns (best SGConfig, list of losses in config order)."""
     rng = require_rng(rng)
     n_steps = require_int(n_steps, "n_steps", minimum=1)
@@ -794,7 +816,8 @@ def grid_search(target, configs, x0, n_steps: int, rng, loss_fn, centre=None, th
         groups.setdefault((c.sampler, c.batch_size, c.n_leapfrog), []).append(i)
     losses = np.full(len(configs), np.inf)
     for (name, batch, leapfrog), members in groups.items():
-        sampler = SGMCMC(target, name, [configs[i].step_size for i in members], batch, leapfrog, centre)
+        sampler = SGMCMC(target, name, [configs[i].step_size for i in members], batch, leapfrog, centre,
+                         shared_minibatch=shared_minibatch)
         state = sampler.init(np.tile(np.asarray(x0, float), (len(members), 1)), rng)
         out = run_sgmcmc(sampler, state, rng, n_steps * sampler.cost_per_step, "gradients", thin)
         for j, i in enumerate(members):
@@ -1070,7 +1093,7 @@ def stochastic_scores(target, points, batch_size: int, rng, max_elements: int = 
     for start in range(0, len(points), chunk):
         part = points[start:start + chunk]
         idx = np.stack([rng.choice(n_data, n, replace=False) for _ in range(len(part))])
-        out[start:start + len(part)] = estimator._minibatch(part, idx)
+        out[start:start + len(part)] = estimator._minibatch([part], idx)[0]
     return out
 
 
