@@ -50,6 +50,14 @@ def glue_value(name: str, value) -> None:
     glue(name, value, display=False)
 
 
+def listed(items) -> str:
+    """Items as prose lists them: 'a', 'a and b', 'a, b and c'."""
+    items = [require_str(item, f"items[{i}]") for i, item in enumerate(require_sequence(items, "items"))]
+    if not items:
+        raise ValueError("items must hold at least one string, got an empty list")
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def one_blas_thread() -> None:
     """Limit BLAS to one thread in this kernel for the rest of the session, as ``make`` does
     (OMP_NUM_THREADS=1) and as every experiment unit does: the chains are vectorised already, a chapter

@@ -122,3 +122,10 @@ def test_a_chapter_kernel_runs_blas_on_one_thread():
         one_blas_thread()
         blas = [pool for pool in threadpool_info() if pool["user_api"] == "blas"]
         assert blas and all(pool["num_threads"] == 1 for pool in blas)
+
+
+def test_listed_writes_a_list_as_prose():
+    from mcmc_lib.book import listed
+    assert [listed(["a"]), listed(["a", "b"]), listed(["a", "b", "c"])] == ["a", "a and b", "a, b and c"]
+    with pytest.raises(ValueError, match="items"):
+        listed([])

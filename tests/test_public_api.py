@@ -179,6 +179,7 @@ def library_cases():
                                      T("figure", lambda: book.figure_png(3))],
         "mcmc_lib.book.glue_value": [S("name", lambda: book.glue_value(["a", "b"], 1.0)),
                                      T("name", lambda: book.glue_value(3, 1.0))],
+        "mcmc_lib.book.listed": [S("items", lambda: book.listed("a")), T("items", lambda: book.listed(["a", 3]))],
         "mcmc_lib.book.png_text": [S("png", lambda: book.png_text([1, 2])),
                                    T("png", lambda: book.png_text(3))],
         "mcmc_lib.book.provenance_block": [S("timings", lambda: book.provenance_block("default", 1, timings=[1, 2])),
