@@ -1028,3 +1028,56 @@ def test_grid_search_can_share_a_minibatch_per_group():
     best, losses = mb.grid_search(target, configs, np.zeros(3), 50, np.random.default_rng(10),
                                   lambda d: float(np.mean(d ** 2)), shared_minibatch=True)
     assert best in configs and np.all(np.isfinite(losses))
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 46: SGHMC in the authors' order (the gradient before the move) through every entry point
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("stale", [False, True])
+def test_sghmc_step_matches_its_formula_in_either_order(stale):
+    """Two leapfrog steps written out with the same normal draws: the code's order (stale) takes the
+    gradient at the point before each move, Chen et al.'s at the point after it."""
+    h, alpha, L = np.array([0.01, 0.02]), 0.05, 2
+    x0 = np.array([[1.0, -2.0], [0.5, 0.3]])
+    grad = lambda rng, x: -3.0 * x                       # deterministic: no draw of its own
+    state = mb.SGState(x0.copy(), np.zeros_like(x0), np.zeros((2, 1)))
+    out = mb.sghmc_step(np.random.default_rng(4), state, h, grad, L, alpha, stale_gradient=stale)
+    rng = np.random.default_rng(4)
+    x, v = x0.copy(), np.sqrt(h)[:, None] * rng.standard_normal(x0.shape)
+    for _ in range(L):
+        g = -3.0 * x if stale else -3.0 * (x + v)
+        x = x + v
+        v = v + h[:, None] * g - alpha * v + np.sqrt(2 * alpha * h)[:, None] * rng.standard_normal(x.shape)
+    np.testing.assert_allclose(out.x, x, rtol=1e-14)
+    np.testing.assert_allclose(out.v, v, rtol=1e-14)
+
+
+@pytest.mark.parametrize("entry", ["mamba", "grid_search"])
+def test_mamba_and_grid_search_run_sghmc_in_the_order_asked(monkeypatch, entry):
+    """stale_gradient reaches every SGMCMC that MAMBA and grid search build, and changes the run."""
+    seen = []
+    original = mb.SGMCMC.__init__
+
+    def recording(self, *args, **kwargs):
+        seen.append(kwargs.get("stale_gradient", False))
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(mb.SGMCMC, "__init__", recording)
+    target = _small_logistic(n=400)
+    configs = mb.make_grid("sghmc", [-2.0, -3.0], [40, 400], (5,))
+    results = []
+    for stale in (False, True):
+        seen.clear()
+        rng = np.random.default_rng(12)
+        if entry == "mamba":
+            out = mb.mamba(target, configs, np.zeros(3), 200.0, rng, stale_gradient=stale)
+            results.append([r["metric"] for r in out.log])
+        else:
+            results.append(mb.grid_search(target, configs, np.zeros(3), 30, rng, lambda d: float(np.mean(d ** 2)),
+                                          stale_gradient=stale)[1])
+        assert seen and all(s is stale for s in seen)
+    assert results[0] != results[1]
+    with pytest.raises(ValueError, match="stale_gradient"):
+        (mb.mamba(target, configs, np.zeros(3), 200.0, np.random.default_rng(1), stale_gradient="yes")
+         if entry == "mamba" else
+         mb.grid_search(target, configs, np.zeros(3), 30, np.random.default_rng(1), np.mean, stale_gradient="yes"))

@@ -625,7 +625,7 @@ def budget_scoring_every_batch(target, configs, budget_kind: str = "gradients", 
 def mamba(target, configs, x0, budget: float, rng, metric: str = "ksd", eta: int = 3, centre=None,
           budget_kind: str = "gradients", thin: int = 10, max_points=None, min_kept: int = 10,
           min_steps: int = 2, cost_model: CostModel | None = None,
-          require_every_batch: bool = False) -> MambaResult:
+          require_every_batch: bool = False, stale_gradient: bool = False) -> MambaResult:
     """MAMBA (Algorithm 1): successive halving over SG-MCMC arms, reward = -Stein discrepancy.
 
     configs: list of SGConfig; x0: (d,) start of every chain; budget: R per surviving arm, in
@@ -644,6 +644,7 @@ def mamba(target, configs, x0, budget: float, rng, metric: str = "ksd", eta: int
     ``metric``, ``diverged`` and ``advanced`` (it went on to the next round; in the last round: chosen).
     ``require_every_batch``: refuse a counted budget whose round 0 would price out every arm of a batch size
     (``priced_out_batches``), naming the smallest budget that scores each (``budget_scoring_every_batch``).
+    ``stale_gradient``: SGHMC in the code's order (``SGMCMC``).
     """
     rng = require_rng(rng)
     if not configs or not all(isinstance(c, SGConfig) for c in configs):
@@ -657,6 +658,7 @@ def mamba(target, configs, x0, budget: float, rng, metric: str = "ksd", eta: int
         raise ValueError(f"x0 must be a finite array of shape ({target.dim},), got {x0.shape}")
     thin = require_int(thin, "thin", minimum=1)
     min_steps = require_int(min_steps, "min_steps", minimum=1)
+    stale_gradient = require_bool(stale_gradient, "stale_gradient")
     if budget_kind == "model" and cost_model is None:
         raise ValueError("budget_kind 'model' needs a cost_model")
     if require_bool(require_every_batch, "require_every_batch") and budget_kind != "seconds":
@@ -677,7 +679,7 @@ def mamba(target, configs, x0, budget: float, rng, metric: str = "ksd", eta: int
     def run_group(arms, per_arm, i):
         cfg = configs[arms[0]]
         sampler = SGMCMC(target, cfg.sampler, [configs[a].step_size for a in arms], cfg.batch_size,
-                         cfg.n_leapfrog, centre, cost_model=cost_model)
+                         cfg.n_leapfrog, centre, stale_gradient=stale_gradient, cost_model=cost_model)
         n_steps = None
         if budget_kind != "seconds":
             n_steps = steps_for_budget(sampler, per_arm, budget_kind)    # what this round's r_i buys
@@ -801,12 +803,14 @@ def sghmc_position_gain(h_lambda, n_leapfrog: int = 10, alpha: float = 0.01, sta
 
 
 def grid_search(target, configs, x0, n_steps: int, rng, loss_fn, centre=None, thin: int = 10,
-                shared_minibatch: bool = False):
+                shared_minibatch: bool = False, stale_gradient: bool = False):
     """Run every config for n_steps steps from x0 (d,) and keep the lowest loss_fn(draws (M, d)),
     draws thinned by ``thin``; configs sharing sampler, batch and L run as one batch of chains
     (with one minibatch for all of them if ``shared_minibatch``, as the authors' code does).
+    ``stale_gradient``: SGHMC in the code's order (``SGMCMC``).
     Returns (best SGConfig, list of losses in config order)."""
     rng = require_rng(rng)
+    stale_gradient = require_bool(stale_gradient, "stale_gradient")
     n_steps = require_int(n_steps, "n_steps", minimum=1)
     require_callable(loss_fn, "loss_fn")
     if not configs or not all(isinstance(c, SGConfig) for c in configs):
@@ -817,7 +821,7 @@ def grid_search(target, configs, x0, n_steps: int, rng, loss_fn, centre=None, th
     losses = np.full(len(configs), np.inf)
     for (name, batch, leapfrog), members in groups.items():
         sampler = SGMCMC(target, name, [configs[i].step_size for i in members], batch, leapfrog, centre,
-                         shared_minibatch=shared_minibatch)
+                         stale_gradient=stale_gradient, shared_minibatch=shared_minibatch)
         state = sampler.init(np.tile(np.asarray(x0, float), (len(members), 1)), rng)
         out = run_sgmcmc(sampler, state, rng, n_steps * sampler.cost_per_step, "gradients", thin)
         for j, i in enumerate(members):
