@@ -57,7 +57,8 @@ help:
 	@echo "                of a string or boolean parameter) and, when every result is the stored one, record"
 	@echo "                that in its provenance, so that it reads as current (STORE=paper|default picks a"
 	@echo "                store, CHAPTERS picks chapters; MAX_SECONDS=1800 per record; DRY_RUN=1 lists the"
-	@echo "                sample and its projected time from the stores, running nothing)"
+	@echo "                sample and its projected time from the stores, running nothing; SKIP=a,b leaves those"
+	@echo "                experiments alone, records about to be recomputed)"
 	@echo "make paper-costs - what the stored paper runs cost, projected on 16 and 64 workers"
 	@echo "                (COSTS=default: the stored default runs; COSTS=cache: the unit cache;"
 	@echo "                COSTS=checkpoint: what unfinished paper runs have done)"
@@ -207,6 +208,7 @@ store-check: $(STAMP)
 verify-code: $(STAMP)
 	$(BIN)/python -m mcmc_lib.store --verify-code $(if $(STORE),--profile $(STORE)) \
 	    $(if $(MAX_SECONDS),--max-seconds $(MAX_SECONDS)) $(if $(filter 1,$(DRY_RUN)),--dry-run) \
+	    $(if $(SKIP),--skip $(SKIP)) \
 	    $(if $(filter command line,$(origin CHAPTERS)),$(basename $(notdir $(CHAPTERS))))
 
 # What the stored paper-profile runs cost, and would cost on 16 and 64 workers (COSTS=default: the

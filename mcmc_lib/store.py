@@ -790,6 +790,7 @@ def _checked_instead_of_run(chapter, name, units, own, paper, code) -> Experimen
 VERIFY_PREFIX = "store verify:"
 VERIFY_PROFILES_ENV = "MCMC_BOOK_VERIFY_PROFILES"      # which stores' records a verify run checks ("paper,default")
 VERIFY_MAX_SECONDS_ENV = "MCMC_BOOK_VERIFY_MAX_SECONDS"
+VERIFY_SKIP_ENV = "MCMC_BOOK_VERIFY_SKIP"          # experiments a verify run leaves alone ("pmf,pmf-map")
 VERIFY_MAX_SECONDS = 1800.0                            # per record: the sample's projected compute time
 # Keys of unit results whose values are measured times, or computed from them: no rerun gives them again,
 # so a verification compares their presence, not their values, and lists where it set them aside. Named
@@ -903,6 +904,12 @@ def _verify_profiles() -> list[str]:
         raise ValueError(f"{VERIFY_PROFILES_ENV} must name stored profiles ({', '.join(STORED_PROFILES)}), "
                          f"got {unknown}")
     return setting
+
+
+def _verify_skipped() -> set[str]:
+    """The experiments named in ``MCMC_BOOK_VERIFY_SKIP`` (comma- or space-separated): records about to be
+    recomputed, whose sample would be rerun for nothing."""
+    return set(os.environ.get(VERIFY_SKIP_ENV, "").replace(",", " ").split())
 
 
 def _verify_max_seconds() -> float:
@@ -1078,7 +1085,9 @@ def _verified_instead_of_run(chapter, name, units, store_dir, read_record, profi
     max_seconds = _verify_max_seconds()
     for stored_profile in _verify_profiles():
         path = store_path(chapter, name, store_dir, stored_profile)
-        if path.exists():
+        if path.exists() and name in _verify_skipped():
+            print(f"{VERIFY_PREFIX} {_relative(path)}: skipped: named in {VERIFY_SKIP_ENV}", flush=True)
+        elif path.exists():
             outcome = verify_record(path, units, max_seconds)
             print(f"{VERIFY_PREFIX} {_relative(path)}: {outcome.status}: {outcome.message}", flush=True)
     for stored_profile in STORED_PROFILES:                  # paper first, as a default build reads them
@@ -1148,17 +1157,19 @@ def print_verification_plan(plan, max_seconds: float) -> None:
           f"mcmc_lib changed; {duration_text(every_total)} ({every_total:.0f} s) were every record changed.")
 
 
-def verify_stores(stems, book_dir: Path, out_dir: Path, profiles, max_seconds: float) -> int:
+def verify_stores(stems, book_dir: Path, out_dir: Path, profiles, max_seconds: float, skip=()) -> int:
     """``python -m mcmc_lib.store --verify-code``: execute chapters at the default profile with
     ``MCMC_BOOK_STORE=verify`` (each stored record of ``profiles`` whose code changed gets a sample of its
     units rerun: ``verify_record``), and list what each record's verification said. Exit status 0 when
     every record is current or verified, 1 when some is not (a difference, a refusal, a skip), 2 when a
-    chapter stopped early."""
+    chapter stopped early. ``skip``: experiments left alone (their records are about to be recomputed)."""
     stems = require_sequence(stems, "stems", of=str, what="chapter stems (str)")
+    skip = require_sequence(skip, "skip", of=str, what="experiment names (str)")
     book_dir, out_dir = require_path(book_dir, "book_dir"), require_path(out_dir, "out_dir")
     profiles, max_seconds = _stored_profiles(profiles, "profiles"), _max_seconds(max_seconds)
     os.environ.update({"MCMC_BOOK_PROFILE": "default", STORE_ENV: "verify",
-                       VERIFY_PROFILES_ENV: ",".join(profiles), VERIFY_MAX_SECONDS_ENV: repr(float(max_seconds))})
+                       VERIFY_PROFILES_ENV: ",".join(profiles), VERIFY_MAX_SECONDS_ENV: repr(float(max_seconds)),
+                       VERIFY_SKIP_ENV: ",".join(skip)})
     portable.apply()
     statuses, failed = Counter(), []
     for stem in stems:
@@ -1680,6 +1691,9 @@ def main(argv=None) -> int:
     parser.add_argument("--max-seconds", type=float, default=VERIFY_MAX_SECONDS,
                         help="with --verify-code: refuse a record whose sample is projected to take longer "
                              f"(default {VERIFY_MAX_SECONDS:.0f})")
+    parser.add_argument("--skip", default="",
+                        help="with --verify-code: experiments to leave alone, comma-separated (records about to "
+                             "be recomputed, whose sample would be rerun for nothing)")
     parser.add_argument("--dry-run", action="store_true",
                         help="with --verify-code: list per record what it would rerun and the projected seconds "
                              "(from the stored unit times); runs nothing")
@@ -1687,8 +1701,8 @@ def main(argv=None) -> int:
         require_sequence(argv, "argv", of=str, what="command-line arguments (str)")
     options = parser.parse_args(sys.argv[1:] if argv is None else argv)
     options.chapters += [stem for stem in options.chapter_list.split(",") if stem.strip()]
-    if (options.dry_run or options.max_seconds != VERIFY_MAX_SECONDS) and not options.verify_code:
-        parser.error("--dry-run and --max-seconds go with --verify-code")
+    if (options.dry_run or options.skip or options.max_seconds != VERIFY_MAX_SECONDS) and not options.verify_code:
+        parser.error("--dry-run, --skip and --max-seconds go with --verify-code")
     if options.max_seconds < 0:
         parser.error("--max-seconds must not be negative")
     root = unit_runner.repository_root()
@@ -1754,7 +1768,8 @@ def _verify_command(options, root: Path) -> int:
         print(f"No chapter {', '.join(missing)} in {book_dir}" if missing else "No stored records to verify",
               file=sys.stderr)
         return 1
-    return verify_stores(stems, book_dir, root / "_build" / "verify-code", profiles, options.max_seconds)
+    skip = [name.strip() for name in options.skip.split(",") if name.strip()]
+    return verify_stores(stems, book_dir, root / "_build" / "verify-code", profiles, options.max_seconds, skip)
 
 
 if __name__ == "__main__":

@@ -154,6 +154,28 @@ def test_a_verified_default_record_is_taken_until_the_code_changes_again(tmp_pat
     assert store.largest_scale("demo", "exp", unit_list, **options).source == "store"
 
 
+def test_a_skipped_experiment_runs_nothing_and_goes_on_with_its_stored_record(tmp_path, monkeypatch, capsys):
+    """MCMC_BOOK_VERIFY_SKIP names records about to be recomputed: a verify run reruns none of their units,
+    says so, leaves the record as it was and goes on with the stored results."""
+    counter = tmp_path / "calls.txt"
+    unit_list = make_units(TRIAL, counter)
+    options = dict(store_dir=tmp_path / "paper", cache="off", jobs=1)
+    monkeypatch.setenv("MCMC_BOOK_PROFILE", "default")
+    monkeypatch.setenv("MCMC_BOOK_STORE", "refresh")
+    store.largest_scale("demo", "exp", unit_list, sizes={"n": 6}, **options)
+    path = tmp_path / "default" / "demo" / "exp.json"
+    before = path.read_text()
+    monkeypatch.setattr(units, "library_code_hash", lambda *args, **kwargs: "mcmc_lib A")
+    monkeypatch.setenv("MCMC_BOOK_STORE", "verify")
+    monkeypatch.setenv(store.VERIFY_SKIP_ENV, "other, exp")
+    shown = store.largest_scale("demo", "exp", unit_list, **options)
+    assert shown.source == "store" and len(calls(counter)) == 4          # the 4 of the first run only
+    assert "default/demo/exp.json: skipped: named in MCMC_BOOK_VERIFY_SKIP" in capsys.readouterr().out
+    assert path.read_text() == before
+    monkeypatch.setenv(store.VERIFY_SKIP_ENV, "other")
+    store.largest_scale("demo", "exp", unit_list, **options)
+    assert len(calls(counter)) == 6 and "verified" in capsys.readouterr().out
+
 def test_a_result_that_changes_is_refused_with_the_unit_named_and_the_record_left_as_it_was(paper_record):
     """Only method "b" computes another number: the sample holds a "b" unit, so the edit is caught."""
     path, counter, options, _ = paper_record
@@ -276,20 +298,21 @@ def test_the_verify_command_dry_run_and_run(tmp_path, monkeypatch, capsys, paper
 
     def execute(chapter, out_dir, lines=("store verify: paper/demo/exp.json: verified: ...",)):
         seen.append((chapter.stem, os.environ["MCMC_BOOK_PROFILE"], os.environ["MCMC_BOOK_STORE"],
-                     os.environ[store.VERIFY_PROFILES_ENV], os.environ[store.VERIFY_MAX_SECONDS_ENV]))
+                     os.environ[store.VERIFY_PROFILES_ENV], os.environ[store.VERIFY_MAX_SECONDS_ENV],
+                     os.environ[store.VERIFY_SKIP_ENV]))
         notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x")])
         notebook.cells[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text="\n".join(lines) + "\n")]
         out_dir.mkdir(parents=True, exist_ok=True)
         nbformat.write(notebook, out_dir / f"{chapter.stem}.ipynb")
         return True
     monkeypatch.setattr(store, "execute_chapter", execute)
-    for name in ("MCMC_BOOK_STORE", store.VERIFY_PROFILES_ENV, store.VERIFY_MAX_SECONDS_ENV):
+    for name in ("MCMC_BOOK_STORE", store.VERIFY_PROFILES_ENV, store.VERIFY_MAX_SECONDS_ENV, store.VERIFY_SKIP_ENV):
         monkeypatch.setenv(name, "placeholder")                 # main sets them: restored after the test
     for name in (*portable.PORTABLE_VARIABLES, portable.FLOAT_ENV):   # and these (portable.apply)
         monkeypatch.setenv(name, "placeholder")
         monkeypatch.delenv(name)
-    assert store.main(["--verify-code", "--profile", "paper", "--max-seconds", "60"]) == 0
-    assert seen == [("demo", "default", "verify", "paper", "60.0")]
+    assert store.main(["--verify-code", "--profile", "paper", "--max-seconds", "60", "--skip", "a, b"]) == 0
+    assert seen == [("demo", "default", "verify", "paper", "60.0", "a,b")]
     assert "paper/demo/exp.json: verified: ..." in capsys.readouterr().out
     monkeypatch.setattr(store, "execute_chapter", lambda chapter, out_dir: execute(
         chapter, out_dir, ("store verify: paper/demo/exp.json: differs: unit 1 ...",)))
