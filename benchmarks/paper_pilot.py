@@ -113,9 +113,10 @@ def pilot_provenance() -> dict:
             "profile": os.environ.get("MCMC_BOOK_PROFILE")}
 
 
-def execute(chapter: Path, out: str, run_whole, sampled, cache, like=None, part=(1, 1)) -> int:
-    """Execute a chapter (book/<name>.md) at the paper profile with the pilot installed, going on past
-    errors; returns how many cells stopped at an experiment the pilot did not compute."""
+def execute(chapter: Path, out: str, run_whole, sampled, cache, like=None, part=(1, 1), profile="paper") -> int:
+    """Execute a chapter (book/<name>.md) at ``profile`` (the paper's, unless a smaller one is to be timed)
+    with the pilot installed, going on past errors; returns how many cells stopped at an experiment the
+    pilot did not compute."""
     import jupytext
     import nbformat
     from nbclient import NotebookClient
@@ -131,7 +132,7 @@ def execute(chapter: Path, out: str, run_whole, sampled, cache, like=None, part=
                             resources={"metadata": {"path": str(chapter.parent)}})
     saved = dict(os.environ)             # the kernel inherits these; this process keeps its own
     try:
-        os.environ["MCMC_BOOK_PROFILE"] = "paper"
+        os.environ["MCMC_BOOK_PROFILE"] = profile
         portable.apply()                 # the paper runs' floating point, BLAS on one thread (as make does)
         client.execute()
     finally:
@@ -182,6 +183,50 @@ def merged(paths) -> dict:
     return report
 
 
+# What a chapter's paper run must cost (CPU-hours, measured by pilots at the paper profile): no unit
+# longer than an hour on one core, named experiments within their share, the whole chapter within a day
+# on 16 cores with room.
+PAPER_TARGETS = {"mamba": {"unit": 1.0, "experiments": {"lr": 25.0}, "chapter": 70.0}}
+
+
+def target_rows(report: dict, chapter: str) -> list[dict]:
+    """``PAPER_TARGETS[chapter]`` against a (merged) pilot report at the paper profile: per target its
+    limit, the measured CPU-hours and the verdict "met", "missed" or "not measured" (with what is missing).
+    An experiment only counted leaves the chapter's total a lower bound: missed if that bound passes the
+    limit, else not measured."""
+    targets = PAPER_TARGETS[chapter]
+    profiles = {pilot.get("profile") for pilot in report.get("pilots", [report])}
+    if profiles != {"paper"}:
+        raise ValueError(f"paper targets are for pilots at the paper profile, got profiles {sorted(map(str, profiles))}")
+    rows = {row["experiment"]: row for row in projection(report)}
+    untimed = sorted(name for name, row in rows.items() if "cpu_hours" not in row)
+    timed = {name: row for name, row in rows.items() if "cpu_hours" in row}
+
+    def verdict(value, limit, complete, missing):
+        if value > limit:
+            return "missed"
+        return "met" if complete else f"not measured ({missing})"
+
+    longest = max((row["longest_minutes"] / 60 for row in timed.values()), default=0.0)
+    out = [{"target": "longest unit", "limit": targets["unit"], "cpu_hours": longest,
+            "verdict": verdict(longest, targets["unit"], not untimed, "not timed: " + ", ".join(untimed))}]
+    for name, limit in targets["experiments"].items():
+        hours = timed[name]["cpu_hours"] if name in timed else 0.0
+        out.append({"target": f"experiment {name}", "limit": limit, "cpu_hours": hours,
+                    "verdict": verdict(hours, limit, name in timed, f"{name} not timed")})
+    total = sum(row["cpu_hours"] for row in timed.values())
+    out.append({"target": "chapter", "limit": targets["chapter"], "cpu_hours": total,
+                "verdict": verdict(total, targets["chapter"], not untimed,
+                                   "at least this; not timed: " + ", ".join(untimed))})
+    return out
+
+
+def print_targets(rows: list[dict], chapter: str) -> None:
+    print(f"{chapter}: paper-run targets (CPU-hours)")
+    for row in rows:
+        print(f"  {row['target']:22s} limit {row['limit']:6.1f}  measured {row['cpu_hours']:7.2f}  {row['verdict']}")
+
+
 def project(paths) -> None:
     """Print ``projection`` of the pilots' JSON files at ``paths`` (``merged``)."""
     report = merged(paths)
@@ -213,11 +258,19 @@ def main() -> None:
     parser.add_argument("--part", default="1/1", metavar="K/N",
                         help="sample only the K-th of every N parameter sets (N pilots side by side)")
     parser.add_argument("--out", default=None, help="the pilot's JSON")
+    parser.add_argument("--profile", default="paper", choices=("smoke", "default", "paper"),
+                        help="the profile whose units are timed (default: paper)")
     parser.add_argument("--cache", default=None, help="unit cache directory (default: MCMC_BOOK_CACHE)")
     parser.add_argument("--project", nargs="+", metavar="JSON", help="print the projection from pilots' JSON")
+    parser.add_argument("--targets", nargs="+", metavar="JSON",
+                        help="check the chapter's PAPER_TARGETS against pilots' JSON (give the chapter too)")
     args = parser.parse_args()
     if args.project:
         project(args.project)
+    elif args.targets:
+        if args.chapter not in PAPER_TARGETS:
+            parser.error(f"--targets needs a chapter with targets: {sorted(PAPER_TARGETS)}")
+        print_targets(target_rows(merged(args.targets), args.chapter), args.chapter)
     elif not args.chapter or not args.out:
         parser.error("give a chapter and --out (or --project JSON)")
     else:
@@ -232,7 +285,7 @@ def main() -> None:
         if not (k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
             parser.error(f"--part takes K/N with 1 <= K <= N, got {args.part!r}")
         execute(ROOT / "book" / f"{args.chapter}.md", args.out, set(args.run), set(args.sample), args.cache, like,
-                (int(k), int(n)))
+                (int(k), int(n)), args.profile)
 
 
 if __name__ == "__main__":

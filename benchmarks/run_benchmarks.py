@@ -357,6 +357,25 @@ def main(quick=False):
     out.write_text(json.dumps({"machine": machine_info, "seed": SEED, "quick": quick,
                                "target_floors": floors, "results": rows}, indent=1))
     print(f"wrote {out}")
+    paper_targets()
+
+
+def paper_targets():
+    """The paper-run cost targets (paper_pilot.PAPER_TARGETS) against the committed pilots of each chapter
+    (results/<chapter>_paper_pilot*.json), printed and written to results/paper_targets.json."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import paper_pilot
+
+    checked = {}
+    for chapter in paper_pilot.PAPER_TARGETS:
+        pilots = sorted(RESULTS.glob(f"{chapter}_paper_pilot*.json"))
+        if pilots:
+            report = paper_pilot.merged(pilots)
+            checked[chapter] = {"pilots": [p.name for p in pilots], "targets": paper_pilot.target_rows(report, chapter)}
+            paper_pilot.print_targets(checked[chapter]["targets"], chapter)
+    out = RESULTS / "paper_targets.json"
+    out.write_text(json.dumps(checked, indent=1) + "\n")
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

@@ -135,12 +135,14 @@ class Estimate:
         work = np.log(values) if log_scale else values
         n = work.size
         mean, sd = float(work.mean()), float(work.std(ddof=1))
-        half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * sd / math.sqrt(n)
+        # Replicates that all agree have no spread to build an interval from: a zero-width interval would read
+        # as certainty from a few runs, so its ends are NaN (Rule.decide: inconclusive).
+        half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * sd / math.sqrt(n) if sd > 0 else math.nan
         low, high = mean - half, mean + half
         if log_scale:
             mean, low, high = math.exp(mean), math.exp(low), math.exp(high)
         method = (f"{'geometric ' if log_scale else ''}mean of {n} independent replicates, "
-                  f"{_percent(level)} Student-t interval")
+                  + (f"{_percent(level)} Student-t interval" if sd > 0 else "all equal, so no interval"))
         return cls(mean, low, high, n, level, method, values.tolist(), seeds, sd,
                    interval="student-log" if log_scale else "student")
 
@@ -285,7 +287,12 @@ class Estimate:
     def text(self, digits: int | None = None) -> str:
         """"value [low, high]". By default at the precision the interval supports: the narrower side of the
         interval to one significant digit (two when that digit is 1), the value and both ends to the same
-        decimal place. ``digits``: that many significant digits for each number instead."""
+        decimal place. ``digits``: that many significant digits for each number instead. Without an
+        interval (NaN ends): "value (why)"."""
+        if math.isnan(self.low) or math.isnan(self.high):
+            fmt = _number_format(digits or 3)
+            why = "replicates all equal, no interval" if self.spread == 0 else "no interval"
+            return f"{fmt(self.value)} ({why})"
         if digits is not None:
             fmt = _number_format(digits)
             return f"{fmt(self.value)} [{fmt(self.low)}, {fmt(self.high)}]"
@@ -360,8 +367,8 @@ def _welch(x: np.ndarray, y: np.ndarray, level: float):
     the Welch-Satterthwaite degrees of freedom."""
     var_x, var_y = x.var(ddof=1) / x.size, y.var(ddof=1) / y.size
     difference = float(x.mean() - y.mean())
-    if var_x + var_y == 0:                  # no spread in either: the interval is the point
-        return difference, 0.0, float(x.size + y.size - 2)
+    if var_x + var_y == 0:                  # no spread in either: no interval (NaN ends), as from_replicates
+        return difference, math.nan, float(x.size + y.size - 2)
     df = (var_x + var_y) ** 2 / (var_x ** 2 / (x.size - 1) + var_y ** 2 / (y.size - 1))
     half = float(stats.t.ppf(0.5 + level / 2, df)) * math.sqrt(var_x + var_y)
     return difference, half, float(df)

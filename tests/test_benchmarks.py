@@ -231,3 +231,32 @@ def test_a_pilot_part_samples_every_nth_parameter_set_and_like_merges_sets():
 
 def _fit_unit(seed, name):
     return name
+
+
+def test_paper_targets_are_met_missed_or_not_measured_from_the_pilots(monkeypatch):
+    """A target is met only when every experiment it covers was timed; an untimed experiment leaves the
+    chapter's total a lower bound, which misses the limit once it passes it; pilots at another profile
+    are refused."""
+    pilot = _load_pilot()
+    monkeypatch.setattr(pilot, "PAPER_TARGETS", {"demo": {"unit": 1.0, "experiments": {"lr": 2.0}, "chapter": 5.0}})
+
+    def unit(minutes, stands_for):
+        return {"index": 0, "seconds": 60 * minutes, "cpu_seconds": 60 * minutes, "stands_for": stands_for}
+
+    def report(experiments, profile="paper"):
+        return {"pilots": [{"profile": profile}], "experiments": experiments}
+
+    timed = {"lr": {"n_units": 3, "mode": "sampled", "sampled": [unit(30, 3)]},          # 1.5 CPU-h
+             "nn": {"n_units": 2, "mode": "sampled", "sampled": [unit(45, 2)]}}          # 1.5 CPU-h
+    verdicts = {row["target"]: row["verdict"] for row in pilot.target_rows(report(timed), "demo")}
+    assert verdicts == {"longest unit": "met", "experiment lr": "met", "chapter": "met"}
+    slow = {**timed, "nn": {"n_units": 2, "mode": "sampled", "sampled": [unit(90, 2)]}}   # a 1.5-hour unit
+    rows = {row["target"]: row for row in pilot.target_rows(report(slow), "demo")}
+    assert rows["longest unit"]["verdict"] == "missed" and rows["longest unit"]["cpu_hours"] == pytest.approx(1.5)
+    partial = {"lr": {"n_units": 60, "mode": "counted"}, "nn": timed["nn"]}
+    rows = {row["target"]: row["verdict"] for row in pilot.target_rows(report(partial), "demo")}
+    assert rows["experiment lr"].startswith("not measured") and rows["chapter"].startswith("not measured")
+    over = {**partial, "nn": {"n_units": 8, "mode": "sampled", "sampled": [unit(45, 8)]}}   # 6 CPU-h, lr untimed
+    assert pilot.target_rows(report(over), "demo")[-1]["verdict"] == "missed"
+    with pytest.raises(ValueError, match="paper profile"):
+        pilot.target_rows(report(timed, profile="default"), "demo")

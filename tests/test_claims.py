@@ -42,6 +42,24 @@ def test_estimate_from_replicates_is_a_student_t_interval():
         Estimate.from_replicates([1.0, float("nan")])
 
 
+def test_replicates_that_all_agree_give_no_interval_not_a_zero_width_one():
+    """Two replicates both at 1/3 are no evidence that every replicate is: the interval is undefined (NaN
+    ends, so a rule reads it as inconclusive) and the text says why, rather than 0.333 [0.333, 0.333]."""
+    rule = Rule.greater("fraction", 5 / 6, why="the paper: all six")
+    for estimate in (Estimate.from_replicates([1 / 3, 1 / 3]),
+                     Estimate.from_replicates([2.0, 2.0, 2.0], log_scale=True),
+                     Estimate.unpaired_difference([1.0, 1.0], [0.5, 0.5]),
+                     Estimate.unpaired_ratio([2.0, 2.0], [1.0, 1.0])):
+        assert math.isnan(estimate.low) and math.isnan(estimate.high) and estimate.spread == 0
+        assert rule.decide(estimate) == claims.INCONCLUSIVE
+        assert estimate.text().endswith("(replicates all equal, no interval)"), estimate.text()
+        assert rule.replicates_to_decide_text(estimate) == "More replicates or longer runs would decide it"
+        assert math.isnan(estimate.at_level(0.9).low)
+    assert Estimate.from_replicates([1 / 3, 1 / 3]).text() == "0.333 (replicates all equal, no interval)"
+    # one replicate apart from the rest gives an interval again
+    assert Estimate.from_replicates([1 / 3, 1 / 3, 0.5]).high > 0.5
+
+
 def test_win_fraction_counts_the_claimed_winner():
     est = Estimate.win_fraction(["M-CMA", "AM", "M-CMA", "M-CMA"], "M-CMA")
     assert est.value == 0.75 and 0 <= est.low < 0.75 < est.high <= 1

@@ -873,11 +873,13 @@ def test_chapter_random_streams_are_distinct():
     # the keys as the chapter writes them: each must be one the list above enumerates (or a label)
     code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("#"))
     written = {k.strip() for k in re.findall(r"\[SEED(?:, ([^\]\[]*))?\]", code)}
-    assert written == {"", "1", "3, i, r", "3, r", "3, sampler, r", "6, i", "20", "21", "key, i, r", "22, r", "30",
+    assert written == {"", "1", "3, i, r", "3, r", "3, sampler, r", "6, i", "20", "21", "key, i, r", "22, mb.SAMPLERS.index(n), r", "30",
                        "31", "32, r", "33, k", "33, k_cross", "34, int(stale)", "35, r",
                        "36, p, r", "36, 0, r", "37, i, j", "3, sgnht_index, r"}, written
     keys = {int(k) for k in re.findall(r"run_problem\(\"\w+\", \w+, (\d+)\)", source)}
-    assert keys == {22, 32}, keys        # [SEED, 22|32, r] are the claims' replicate labels, not streams
+    # [SEED, 32, r] labels the network claims' replicates, not a stream; PMF's claim records each
+    # sampler-replicate's own unit seed [SEED, 22, i, r]
+    assert keys == {22, 32}, keys
     unit_streams = set(re.findall(r"default_rng\(\[\*seed, ([^\]]+)\]\)", source))
     assert unit_streams <= {"1", "2", "8", "k", "3", "4, j", "0", "2, j"}, unit_streams
 
