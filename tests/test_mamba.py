@@ -828,7 +828,7 @@ def _chapter_streams(source):
     for i in range(len(mb.SAMPLERS)):
         for r in range(sizes["n_reps"]):
             unit = [SEED, 3, i, r]
-            streams += [(f"lr {i} {r} mamba {k}", unit + [k]) for k in range(3)]
+            streams += [(f"lr {i} {r} mamba {k}", unit + [k]) for k in (0, 1, 2, 5)]   # LR_MAMBA_RUNS, LR_COMPARE_RUNS
             streams += [(f"lr {i} {r} grid", unit + [3])]
             streams += [(f"lr {i} {r} eval {j}", unit + [4, j]) for j in range(n_methods)]
     streams += [(f"wallclock {i}", [SEED, 6, i]) for i in range(sizes["wallclock_samplers"])]
@@ -881,7 +881,7 @@ def test_chapter_random_streams_are_distinct():
     # sampler-replicate's own unit seed [SEED, 22, i, r]
     assert keys == {22, 32}, keys
     unit_streams = set(re.findall(r"default_rng\(\[\*seed, ([^\]]+)\]\)", source))
-    assert unit_streams <= {"1", "2", "8", "k", "3", "4, j", "0", "2, j"}, unit_streams
+    assert unit_streams <= {"1", "2", "8", "stream", "3", "4, j", "0", "2, j"}, unit_streams
 
 
 # ---------------------------------------------------------------------------------------------
